@@ -23,6 +23,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -205,9 +207,13 @@ type Provider struct {
 	now    func() time.Time
 	client *http.Client
 
-	mu       sync.Mutex // guards op and verifier
+	mu       sync.Mutex // guards op, verifier, failed and failedAt
 	op       *oidc.Provider
 	verifier *oidc.IDTokenVerifier
+	// failed is the last discovery's error, at failedAt, until one
+	// succeeds.
+	failed   error
+	failedAt time.Time
 }
 
 // New returns a Provider for the enabled, valid cfg. It does not reach
@@ -237,26 +243,102 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 		client = &http.Client{Transport: t, Timeout: 15 * time.Second}
 	}
 	// The client secret goes to the provider in a header: an error never
-	// quotes it.
+	// quotes it. go-oidc reads the discovery document and the keys whole:
+	// each answer is read to maxAnswer bytes at most.
 	hc := *client
-	hc.Transport = quiet.Errors(hc.Transport)
+	hc.Transport = bounded{quiet.Errors(hc.Transport)}
 	client = &hc
 	return &Provider{cfg: cfg, seal: seal, now: now, client: client}, nil
 }
 
-// discover reads the provider's configuration once it answers.
+// maxAnswer bounds what is read of any answer from the provider: its
+// discovery document, its keys (a few KiB each) and the token endpoint's
+// answer, which oauth2 reads to 1 MiB too.
+const maxAnswer = 1 << 20
+
+// maxQuoted bounds what an error of Start or Finish quotes of what the
+// provider answered: go-oidc quotes an answer's body whole in the error
+// of a discovery or a key set it could not use, and the owner's page
+// logs the error.
+const maxQuoted = 1 << 10
+
+// errAnswerTooLarge is the read error of an answer past maxAnswer.
+var errAnswerTooLarge = fmt.Errorf("the identity provider's answer is over %d bytes", maxAnswer)
+
+// bounded is a RoundTripper whose answers' bodies fail to read past
+// maxAnswer bytes.
+type bounded struct{ next http.RoundTripper }
+
+func (b bounded) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &capped{ReadCloser: resp.Body, left: maxAnswer}
+	return resp, nil
+}
+
+// capped is a body that fails with errAnswerTooLarge once more than left
+// bytes would be read.
+type capped struct {
+	io.ReadCloser
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.ReadCloser.Read(p)
+	if int64(n) > c.left {
+		n, c.left = int(c.left), -1
+		return n, errAnswerTooLarge
+	}
+	c.left -= int64(n)
+	return n, err
+}
+
+// quoted is err with its text cut to maxQuoted bytes (quiet.Cut),
+// wrapping err still.
+func quoted(err error) error { return quiet.Reword(err, quiet.Cut(err.Error(), maxQuoted)) }
+
+// FailedFor is how long a failed discovery is remembered: a sign-in
+// begun within it fails as the discovery did (ErrRemembered), without
+// asking the provider. Anyone who reaches the admin listener may send
+// GET /ui/sso/start (a page the operator visits, by an <img>), and each
+// would otherwise be a request to the provider and a logged failure.
+const FailedFor = 5 * time.Second
+
+// ErrRemembered means the provider was not asked: its discovery failed
+// less than FailedFor ago. An error wrapping it wraps that failure's too
+// (ErrProvider).
+var ErrRemembered = errors.New("not asked again yet")
+
+// discover reads the provider's configuration once it answers. After a
+// failure it asks again only once FailedFor has passed.
 func (p *Provider) discover(ctx context.Context) (*oidc.Provider, *oidc.IDTokenVerifier, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.op != nil {
 		return p.op, p.verifier, nil
 	}
-	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.client), 15*time.Second)
-	defer cancel()
-	op, err := oidc.NewProvider(ctx, p.cfg.Issuer)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: discovery at %s: %w", ErrProvider, p.cfg.Issuer, err)
+	if p.failed != nil && p.now().Sub(p.failedAt) < FailedFor {
+		return nil, nil, fmt.Errorf("%w (%w: it failed less than %s ago)", p.failed, ErrRemembered, FailedFor)
 	}
+	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.client), 15*time.Second)
+	defer cancel()
+	op, err := oidc.NewProvider(dctx, p.cfg.Issuer)
+	if err != nil {
+		err = fmt.Errorf("%w: discovery at %s: %w", ErrProvider, p.cfg.Issuer, quoted(err))
+		if ctx.Err() == nil { // the provider's failure, not a client gone away
+			p.failed, p.failedAt = err, p.now()
+		}
+		return nil, nil, err
+	}
+	p.failed = nil
 	p.op = op
 	p.verifier = op.VerifierContext(oidc.ClientContext(context.Background(), p.client),
 		&oidc.Config{ClientID: p.cfg.ClientID, Now: p.now})
@@ -301,15 +383,15 @@ func (p *Provider) Start(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("seal sign-in flow: %w", err)
 	}
-	setFlowCookie(w, r, base64.RawURLEncoding.EncodeToString(sealed))
+	p.setFlowCookie(w, r, base64.RawURLEncoding.EncodeToString(sealed))
 	to := p.oauth(op).AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(f.Verifier))
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
 }
 
-func setFlowCookie(w http.ResponseWriter, r *http.Request, value string) {
+func (p *Provider) setFlowCookie(w http.ResponseWriter, r *http.Request, value string) {
 	c := &http.Cookie{Name: FlowCookie, Value: value, Path: "/ui/sso/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: int(flowTTL.Seconds())}
+		SameSite: http.SameSiteLaxMode, Secure: p.Secure(r), MaxAge: int(flowTTL.Seconds())}
 	if value == "" {
 		c.MaxAge = -1
 	}
@@ -322,7 +404,7 @@ func setFlowCookie(w http.ResponseWriter, r *http.Request, value string) {
 // cookie whatever the outcome, so a flow is finished at most once. Its
 // errors wrap ErrFlow, ErrToken, ErrNoRole or ErrProvider.
 func (p *Provider) Finish(w http.ResponseWriter, r *http.Request) (Identity, error) {
-	setFlowCookie(w, r, "")
+	p.setFlowCookie(w, r, "")
 	f, err := p.openFlow(r)
 	if err != nil {
 		return Identity{}, err
@@ -354,7 +436,7 @@ func (p *Provider) Finish(w http.ResponseWriter, r *http.Request) (Identity, err
 	}
 	idt, err := verifier.Verify(ctx, raw)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %w", ErrToken, err)
+		return Identity{}, fmt.Errorf("%w: %w", ErrToken, quoted(err))
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(f.Nonce)) != 1 {
 		return Identity{}, fmt.Errorf("%w: the nonce is not this flow's", ErrToken)
@@ -515,6 +597,40 @@ func clean(s string, n int) string {
 		s = s[:n]
 	}
 	return strings.ToValidUTF8(s, "")
+}
+
+// OverHTTPS reports whether the browser that sent r reached the broker
+// over https, so that a cookie set in answer to it is to be Secure: r
+// came over TLS, or its Origin (which a browser sends with a post) is
+// https and names r's Host. Behind a TLS-terminating proxy r.TLS is nil
+// while the browser is on https, and a cookie set without Secure would
+// be sent to a plain-http request for the host (a URL typed or
+// bookmarked as http://), where anyone on the network reads it.
+func OverHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	o, err := url.Parse(r.Header.Get("Origin"))
+	return err == nil && o.Scheme == "https" && o.Host == r.Host
+}
+
+// Secure reports whether a cookie set in answer to r is to be Secure:
+// OverHTTPS, or r names the host of the https redirect URL, the origin
+// browsers reach the owner's page at for single sign-on (its start and
+// callback are navigations, which carry no Origin).
+func (p *Provider) Secure(r *http.Request) bool {
+	if OverHTTPS(r) {
+		return true
+	}
+	u, err := url.Parse(p.cfg.RedirectURL)
+	if err != nil || u.Scheme != "https" {
+		return false
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.EqualFold(strings.TrimSuffix(strings.Trim(host, "[]"), "."), u.Hostname())
 }
 
 // Issuer is the configured issuer URL, which every ID token names.

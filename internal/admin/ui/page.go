@@ -486,13 +486,25 @@ func (u *Page) session(r *http.Request) (*Session, error) {
 func (u *Page) setCookie(w http.ResponseWriter, r *http.Request, value string) {
 	c := &http.Cookie{
 		Name: SessionCookie, Value: value, Path: "/ui/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.secure(r),
 		MaxAge: int(u.opts.SessionTTL.Seconds()),
 	}
 	if value == "" {
 		c.MaxAge = -1
 	}
 	http.SetCookie(w, c)
+}
+
+// secure reports whether the session cookie set in answer to r is to be
+// Secure: the browser reached the page over https, through TLS of the
+// admin listener's own or a TLS-terminating proxy in front of it, as it
+// says by the sign-in form's Origin or by naming the host of single
+// sign-on's https redirect URL (sso.Provider.Secure).
+func (u *Page) secure(r *http.Request) bool {
+	if u.sso != nil {
+		return u.sso.Secure(r)
+	}
+	return sso.OverHTTPS(r)
 }
 
 // sameOrigin reports whether a POST may have come from this origin: the

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/operator"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/sso"
 )
 
@@ -18,9 +19,12 @@ func (u *Page) registerSSO() {
 		return
 	}
 	u.a.HandleHTTP("GET "+sso.StartPath, u.adapt(func(w http.ResponseWriter, r *http.Request) error {
-		if err := u.sso.Start(w, r); err != nil {
-			return wrapped(err, operator.Upstream,
-				"The identity provider could not be reached; try again, or sign in with an admin token.")
+		const msg = "The identity provider could not be reached; try again, or sign in with an admin token."
+		if err := u.sso.Start(w, r); errors.Is(err, sso.ErrRemembered) {
+			// The provider was not asked: its failure was logged when it was.
+			return operator.Errorf(operator.Upstream, msg)
+		} else if err != nil {
+			return wrapped(err, operator.Upstream, msg)
 		}
 		return nil
 	}))
@@ -33,7 +37,11 @@ func (u *Page) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	id, err := u.sso.Finish(w, r)
 	switch {
 	case errors.Is(err, sso.ErrFlow):
-		return wrapped(err, operator.Invalid,
+		// Any client may send the callback with no flow (a page the
+		// operator visits, by an <img>), as it may a wrong token to the
+		// sign-in form: said at DEBUG, so that it cannot fill the log.
+		u.log.Debug("owner's page: single sign-on callback refused", "err", proxy.ScrubKept(err.Error()))
+		return operator.Errorf(operator.Invalid,
 			"This sign-in did not begin in this browser, was already used, or took too long; nobody is signed in. Sign in again.")
 	case errors.Is(err, sso.ErrToken):
 		return wrapped(err, operator.Unauthenticated,
