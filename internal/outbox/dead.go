@@ -252,19 +252,31 @@ func readDeadLines(f *os.File) (list []Dead, unread [][]byte, err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, nil, err
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	// Read a line at a time (eachLine), each at most MaxLine bytes, and
+	// at most DeadMax bytes in all: the file is bounded by it, so a
+	// larger one (damaged, or put there) is refused, never held whole.
+	if fi, err := f.Stat(); err != nil {
 		return nil, nil, err
+	} else if fi.Size() > DeadMax {
+		return nil, nil, fmt.Errorf("%s holds %d bytes, more than dead letters ever do (%d): move it aside to read it", f.Name(), fi.Size(), DeadMax)
 	}
-	for line := range bytes.Lines(data) {
+	err = eachLine(io.LimitReader(f, DeadMax), func(_ int64, line []byte) error {
 		var x Dead
 		switch {
 		case len(bytes.TrimSpace(line)) == 0:
 		case json.Unmarshal(line, &x) == nil && x.ID != "":
 			list = append(list, x)
 		default:
-			unread = append(unread, line)
+			unread = append(unread, bytes.Clone(line))
 		}
+		return nil
+	}, func(off, n int64) error {
+		// Longer than the file's bound: cannot be, but for a lineMax a
+		// test lowers.
+		return fmt.Errorf("%s holds a line of %d bytes at offset %d, longer than any dead letter", f.Name(), n, off)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return list, unread, nil
 }

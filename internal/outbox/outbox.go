@@ -26,13 +26,10 @@
 package outbox
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -355,10 +352,14 @@ func checkStore(dir, id string) error {
 }
 
 // journalStore is the store the journal f names in its header, or ""
-// when it names none.
+// when it names none. At most MaxLine bytes of its first line are read.
 func journalStore(f *os.File) (string, error) {
-	first, err := bufio.NewReader(f).ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	var first []byte
+	err := eachLine(f, func(_ int64, line []byte) error {
+		first = line
+		return errFirstLine
+	}, func(int64, int64) error { return errFirstLine })
+	if err != nil && !errors.Is(err, errFirstLine) {
 		return "", fmt.Errorf("journal: %w", err)
 	}
 	var l journalLine
@@ -368,8 +369,12 @@ func journalStore(f *os.File) (string, error) {
 	return l.Store, nil
 }
 
+// errFirstLine ends a read at its first line.
+var errFirstLine = errors.New("first line read")
+
 // spoolStore is the first store other than id a batch in the spool file
-// at p names, or "" when there is none (or no file).
+// at p names, or "" when there is none (or no file). The file is read a
+// line at a time (eachLine); a line longer than MaxLine names none.
 func spoolStore(p, id string) (string, error) {
 	f, err := filelock.Open(p, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -378,18 +383,20 @@ func spoolStore(p, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("spool: %w", err)
 	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return "", fmt.Errorf("spool: %w", err)
-	}
-	for line := range bytes.Lines(data) {
+	defer f.Close()
+	var theirs string
+	err = eachLine(f, func(_ int64, line []byte) error {
 		var b struct {
 			Store string `json:"store"`
 		}
 		if json.Unmarshal(line, &b) == nil && b.Store != "" && b.Store != id {
-			return b.Store, nil
+			theirs = b.Store
+			return errFirstLine
 		}
+		return nil
+	}, func(int64, int64) error { return nil })
+	if err != nil && !errors.Is(err, errFirstLine) {
+		return "", fmt.Errorf("spool: %w", err)
 	}
-	return "", nil
+	return theirs, nil
 }

@@ -139,6 +139,10 @@ func (s *Spool) Append(b Batch) error {
 		return fmt.Errorf("spool: encode: %w", err)
 	}
 	line = append(line, '\n')
+	if len(line) > MaxLine {
+		// A replay reads no longer line (eachLine).
+		return fmt.Errorf("spool: %w: a batch of %d bytes is longer than a line may be (%d)", ErrFull, len(line), MaxLine)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.size+int64(len(line)) > s.max {
@@ -271,33 +275,38 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 		return 0, false, fmt.Errorf("spool: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return 0, false, fmt.Errorf("spool: %w", err)
-	}
-	for line := range bytes.Lines(data) {
+	// Read a line at a time (eachLine), each at most MaxLine bytes: a
+	// spool file of gigabytes, damaged or put there, is never held whole.
+	err = eachLine(f, func(_ int64, line []byte) error {
 		var b Batch
 		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
 			// A line cut off by a crash mid-append (its Append never
 			// returned, so no one counted on it), or damaged: set
 			// aside, as it is, for an operator to read.
 			if uerr := setAsideUnread(s.dir, "spool", line, s.log); uerr != nil {
-				return n, false, fmt.Errorf("spool: replay: %w", uerr)
+				return uerr
 			}
 		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
 			// apply set it aside itself: not applied, and not kept.
 		} else if aerr != nil {
 			if !Refused(aerr) {
-				return n, false, fmt.Errorf("spool: replay: %w", aerr)
+				return aerr
 			}
 			// Refused for what it holds, it would be at every replay:
 			// set aside, and the batches behind it go on.
 			if derr := s.SetDead(b, aerr); derr != nil {
-				return n, false, fmt.Errorf("spool: replay: %w", errors.Join(aerr, derr))
+				return errors.Join(aerr, derr)
 			}
 		} else {
 			n++
 		}
+		return nil
+	}, func(off, size int64) error {
+		longLine(s.log, "spool", rp, off, size)
+		return nil
+	})
+	if err != nil {
+		return n, false, fmt.Errorf("spool: replay: %w", err)
 	}
 	if err := os.Remove(rp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return n, false, fmt.Errorf("spool: %w", err)
