@@ -34,6 +34,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -299,8 +300,14 @@ func DropDead(dir, id string) (Dead, error) {
 // for a batch of another store than identity ("": any); and an error
 // wrapping ErrNoDead when there is none.
 func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
+	return retryDead(ctx, dir, st, nil, identity, id)
+}
+
+// retryDead is RetryDead, counting the audit entries st applied written
+// in m.
+func retryDead(ctx context.Context, dir string, st store.Spooled, m *metrics.Metrics, identity, id string) (Dead, error) {
 	return newDeadFile(dir, nil).take(id, func(x Dead) error {
-		return x.Batch.apply(ctx, st, dir, DeadFile, identity)
+		return x.Batch.apply(ctx, st, m, dir, DeadFile, identity)
 	})
 }
 
@@ -343,7 +350,7 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 	ctx = context.WithValue(ctx, partsKey{}, b.Key)
 	one := func(part string, i int, rec Batch) error {
 		rec.Key, rec.Store = partKey(b.Key, part, i), b.Store
-		_, err := st.ApplySpooled(ctx, rec.Key, rec.Settle, rec.Audit)
+		err := rec.applyTo(ctx, st, sp.metrics)
 		if Refused(err) {
 			return sp.SetDead(rec, err)
 		}

@@ -143,6 +143,7 @@ func Open(cfg Config) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	sp.metrics = cfg.Metrics
 	// What a journal holds goes to the spool, replayed once the broker
 	// runs; with the spool full (the store was down for longer than it
 	// holds), to the store itself, under the batch's key, which applies
@@ -153,7 +154,7 @@ func Open(cfg Config) (*Outbox, error) {
 			return err
 		}
 		ctx := within(context.Background(), cfg.Bound)
-		_, aerr := cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		aerr := b.applyTo(ctx, cfg.Store, cfg.Metrics)
 		if Refused(aerr) {
 			aerr = refusedBatch(ctx, cfg.Store, sp, b, aerr)
 		}
@@ -199,7 +200,7 @@ func (o *Outbox) Replay(ctx context.Context) (int, error) {
 		return n, err
 	}
 	m, err := o.Journal.Retry(func(b Batch) error {
-		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
+		err := b.applyTo(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Metrics)
 		if err == nil {
 			return nil
 		}
@@ -216,7 +217,7 @@ func (o *Outbox) replaySpool(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
 		// A batch of another store (appended by a replica of it sharing
 		// the directory) is kept, with every batch after it.
-		err := b.apply(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Dir, SpoolReplayFile, o.cfg.Identity)
+		err := b.apply(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Metrics, o.cfg.Dir, SpoolReplayFile, o.cfg.Identity)
 		if Refused(err) {
 			// Refused for good: set aside, one bad record alone.
 			if err := refusedBatch(within(ctx, o.cfg.Bound), o.cfg.Store, o.Spool, b, err); err != nil {
@@ -236,7 +237,7 @@ func (o *Outbox) ListDead() ([]Dead, error) { return ListDead(o.cfg.Dir) }
 // only) to the store, and removes it once the store took it: see
 // RetryDead.
 func (o *Outbox) RetryDead(ctx context.Context, id string) (Dead, error) {
-	return RetryDead(within(ctx, o.cfg.Bound), o.cfg.Dir, o.cfg.Store, o.cfg.Identity, id)
+	return retryDead(within(ctx, o.cfg.Bound), o.cfg.Dir, o.cfg.Store, o.cfg.Metrics, o.cfg.Identity, id)
 }
 
 // DropDead removes the dead letter id, giving up its records: see

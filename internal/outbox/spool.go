@@ -34,6 +34,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -71,12 +72,23 @@ type Batch struct {
 
 // apply applies b to st under its key, unless b names another store
 // than ours ("": any): then it returns a *ForeignError naming the file
-// name in the data directory dir, applying nothing.
-func (b *Batch) apply(ctx context.Context, st store.Spooled, dir, name, ours string) error {
+// name in the data directory dir, applying nothing. The audit entries it
+// applies (none when st had applied b's key already) are counted
+// written in m.
+func (b *Batch) apply(ctx context.Context, st store.Spooled, m *metrics.Metrics, dir, name, ours string) error {
 	if b.Store != "" && ours != "" && b.Store != ours {
 		return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
 	}
-	_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+	return b.applyTo(ctx, st, m)
+}
+
+// applyTo applies b to st under its key, and counts the audit entries
+// it applied (none when st had applied the key already) written in m.
+func (b *Batch) applyTo(ctx context.Context, st store.Spooled, m *metrics.Metrics) error {
+	applied, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+	if err == nil && applied && len(b.Audit) > 0 {
+		m.AuditWritten(len(b.Audit))
+	}
 	return err
 }
 
@@ -94,6 +106,10 @@ type Spool struct {
 	replay sync.Mutex // one Replay at a time
 
 	dead *deadFile // the batches the store refused for good (dead.go)
+
+	// metrics counts the audit entries the store took from a batch
+	// refused as a whole and applied record by record (refusedBatch).
+	metrics *metrics.Metrics
 }
 
 // OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
