@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -355,7 +356,8 @@ func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
 	}
 	defer f.Close()
 	defer filelock.Unlock(f)
-	line = append(bytes.TrimSuffix(line, []byte{'\n'}), '\n')
+	// A copy: line may be a reader's buffer (eachLine), not to be written.
+	line = append(slices.Clip(bytes.TrimSuffix(line, []byte{'\n'})), '\n')
 	kept, err := io.ReadAll(io.NewSectionReader(f, 0, DeadMax))
 	if err != nil {
 		return err
