@@ -58,7 +58,8 @@ const (
 )
 
 // maxLine bounds one row's line (its newline in it): Append refuses a
-// longer one, and load reads one whole.
+// longer one, and load reads one whole, and passes a longer one over
+// unheld, dropped from the stream as a damaged line is.
 const maxLine = 1 << 20
 
 // Config configures a Sink.

@@ -456,8 +456,8 @@ func TestWrap_RecordsOfARefusedBatchOnce(t *testing.T) {
 // TestSink_RowPastTheLineBoundIsRefused: a row of 100 KiB is kept and
 // read back at a restart; a row longer than a backlog line may be
 // (1 MiB) is refused by Append, so that the backlog a restart reads
-// holds none (Open refuses such a backlog); the rows around them are
-// kept and sent.
+// holds none (Open drops such a line, TestSink_HugeLineIsDroppedAtOpen);
+// the rows around them are kept and sent.
 func TestSink_RowPastTheLineBoundIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	rc, u := newReceiver(t, 1<<30) // down until the end
@@ -604,5 +604,64 @@ func TestSink_DamagedLineIsDroppedAtOpen(t *testing.T) {
 	rows := rc.waitRows(t, 2)
 	if len(rows) != 2 || rows[0].Message != "row 0" || rows[1].Message != "row 2" || rows[1].Seq != 3 {
 		t.Errorf("rows sent %+v, want row 0 and row 2 (seq 3)", rows)
+	}
+}
+
+// TestSink_HugeLineIsDroppedAtOpen: a line of the backlog longer than
+// any row (64 MiB of NUL bytes, a file extended by a crash or put
+// there) does not keep serve from starting: it is passed over, never
+// held whole, dropped from the stream and counted as a damaged line is,
+// and the rows around it are sent.
+func TestSink_HugeLineIsDroppedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	rc, u := newReceiver(t, 0)
+	s := open(t, dir, u, nil, 0, 100)
+	for i := range 2 {
+		if err := s.Append(fmt.Sprintf("k%d", i), entries(i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "auditsink", "backlog-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("backlog files %v, want one", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte{'\n'})
+	const hole = 64 << 20
+	f, err := os.OpenFile(files[0], os.O_RDWR|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Row 0, a line of hole NUL bytes (sparse), then row 1.
+	if _, err := f.Write(lines[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(len(lines[0])) + hole); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(append([]byte{'\n'}, lines[1]...), int64(len(lines[0]))+hole); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	reg := prometheus.NewRegistry()
+	s2, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, Batch: 100, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+		Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("Open with a line of %d bytes in the backlog: %v", hole, err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 1 {
+		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 1", got)
+	}
+	run(t, s2)
+	rows := rc.waitRows(t, 2)
+	if len(rows) != 2 || rows[0].Message != "row 0" || rows[1].Message != "row 1" {
+		t.Errorf("rows sent %+v, want row 0 and row 1", rows)
 	}
 }

@@ -103,8 +103,24 @@ func (s *Sink) load() (err error) {
 	off := s.st.Offset
 	for {
 		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxLine {
-			return fmt.Errorf("auditsink: %s holds a line longer than %d bytes", s.backlogPath(s.st.Gen), maxLine)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Longer than any row Append keeps: damaged on the disk, or
+			// put there. Passed over, never held, and dropped from the
+			// stream as a damaged line is, unless the file ends in it
+			// (a line cut short, cut off below).
+			n := int64(len(line))
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				n += int64(len(line))
+			}
+			if err != nil {
+				break
+			}
+			s.log.Warn("audit sink: a line of the backlog longer than any row is dropped unsent",
+				"file", s.backlogPath(s.st.Gen), "offset", off, "bytes", n)
+			s.dropped.Inc()
+			off += n
+			continue
 		}
 		if err != nil {
 			// A line cut short (the process stopped mid-write) was never
@@ -127,6 +143,11 @@ func (s *Sink) load() (err error) {
 		off += int64(len(line))
 		s.queue = append(s.queue, item{line: bytes.Clone(line), seq: h.Seq, end: off})
 		s.st.Seq = max(s.st.Seq, h.Seq)
+		if len(s.queue) >= 2*s.cfg.MaxBacklog {
+			// Held at once: at most twice the bound, however long the
+			// file; the oldest rows are dropped as a full backlog's are.
+			s.dropLocked(len(s.queue) - s.cfg.MaxBacklog)
+		}
 	}
 	if off < size {
 		if err := f.Truncate(off); err != nil {

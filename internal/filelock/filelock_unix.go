@@ -39,6 +39,19 @@ const (
 // ELOOP, or EMLINK where FreeBSD's open says so.
 func isLink(err error) bool { return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK) }
 
+// names is how many names (hard links) f's file has.
+func names(f *os.File) (uint64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 1, nil
+	}
+	return uint64(st.Nlink), nil
+}
+
 // Owner is the user ID fi's file belongs to; ok is false where the
 // system does not say.
 func Owner(fi fs.FileInfo) (uid int, ok bool) {

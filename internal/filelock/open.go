@@ -13,15 +13,25 @@ import (
 // link (Open), a FIFO, a device, a socket or a directory.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrHardLinked is wrapped by the error of Open for a file opened to
+// write that has more than one name (a hard link): its other name may be
+// a file of the operator's (master.key) or of root's.
+var ErrHardLinked = errors.New("has more than one name (a hard link), and is not written through")
+
 // Open is os.OpenFile for a file the broker keeps in its data directory,
 // judged as opened rather than by its name before or after: a link at p
 // is not followed (O_NOFOLLOW), a FIFO is not waited on for a peer
 // (O_NONBLOCK), and a file opened that is not a regular one is closed
 // and refused, wrapping ErrNotRegular. A link, a FIFO or a device that a
 // user who may write into the directory put at p is thus never written,
-// truncated, chmodded or read through, whenever it was put there.
+// truncated, chmodded or read through, whenever it was put there. A
+// file opened to write (O_WRONLY, O_RDWR) that has another name too (a
+// hard link, which a user who may write into the directory can make to
+// another's file where the system lets them: fs.protected_hardlinks=0)
+// is refused too, wrapping ErrHardLinked; O_TRUNC truncates the file
+// only once it is judged.
 func Open(p string, flag int, perm fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(p, flag|noFollow|noWait, perm)
+	f, err := os.OpenFile(p, flag&^os.O_TRUNC|noFollow|noWait, perm)
 	if err != nil {
 		if isLink(err) {
 			return nil, fmt.Errorf("%s is a link, which is not followed in the data directory: %w", p, ErrNotRegular)
@@ -31,6 +41,18 @@ func Open(p string, flag int, perm fs.FileMode) (*os.File, error) {
 	if err := regular(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s %w", p, err)
+	}
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		if err := OneName(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if flag&os.O_TRUNC != 0 {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -71,6 +93,21 @@ func ReadFile(p string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("the file is larger than %d bytes", max)
 	}
 	return b, nil
+}
+
+// OneName refuses f, a file opened in the data directory, when it has
+// more than one name (a hard link), wrapping ErrHardLinked and naming
+// it: a file the broker writes or chmods there is one no other name
+// leads to.
+func OneName(f *os.File) error {
+	n, err := names(f)
+	if err != nil {
+		return err
+	}
+	if n > 1 {
+		return fmt.Errorf("%s %w", f.Name(), ErrHardLinked)
+	}
+	return nil
 }
 
 // regular refuses f unless it is a regular file.

@@ -102,3 +102,39 @@ func TestReadFile_JudgesTheFileOpened(t *testing.T) {
 		}
 	}
 }
+
+// TestOpen_HardLinkIsNotWrittenThrough: a file at the path that has
+// another name too (a hard link to a file of the operator's, made by a
+// user who may write into the directory where fs.protected_hardlinks is
+// 0) is refused when opened to write, truncate or append to, wrapping
+// ErrHardLinked and naming the path, and the file is left as it was;
+// opened to read, it is read.
+func TestOpen_HardLinkIsNotWrittenThrough(t *testing.T) {
+	dir := t.TempDir()
+	theirs := filepath.Join(dir, "master.key")
+	if err := os.WriteFile(theirs, []byte("kept\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, ".readyz")
+	if err := os.Link(theirs, link); err != nil {
+		t.Skip("no hard link here:", err)
+	}
+	for _, flag := range []int{os.O_WRONLY | os.O_CREATE | os.O_TRUNC, os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND, os.O_RDWR | os.O_CREATE | os.O_APPEND} {
+		f, err := Open(link, flag, 0o600)
+		if err == nil {
+			f.Write([]byte("written\n"))
+			f.Close()
+		}
+		if !errors.Is(err, ErrHardLinked) || !strings.Contains(err.Error(), link) {
+			t.Errorf("Open(a hard link, %#o) = %v, want ErrHardLinked naming it", flag, err)
+		}
+	}
+	if b, err := os.ReadFile(theirs); err != nil || string(b) != "kept\n" {
+		t.Errorf("the file linked holds %q, %v; want it kept", b, err)
+	}
+	f, err := Open(link, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatalf("Open(a hard link) to read = %v, want it opened", err)
+	}
+	f.Close()
+}

@@ -67,6 +67,24 @@ func (j *Journal) Hold(b Batch) {
 	j.failed[b.Key] = true
 }
 
+// holdOnly is Hold for b, of which only records are not in the
+// journal, unless they would take the records held in memory only past
+// their bound: then it holds nothing and returns false.
+func (j *Journal) holdOnly(b Batch, only int) bool {
+	j.mu.Lock()
+	if only > 0 && j.only+only > j.maxHeld {
+		j.mu.Unlock()
+		return false
+	}
+	j.only += only
+	ob := j.batches[b.Key]
+	ob.only += only
+	j.batches[b.Key] = ob
+	j.mu.Unlock()
+	j.Hold(b)
+	return true
+}
+
 // Keep journals b, a batch of records the journal does not hold (a
 // budgeted call's settlement) that neither the store nor the spool took:
 // each of its settlements and entries as a record, and the batch begun
@@ -74,7 +92,9 @@ func (j *Journal) Hold(b Batch) {
 // recovery, if one comes first), under its key, once. What the journal
 // cannot write is held in memory all the same (Hold), for Retry: only a
 // kill while the disk refuses writes loses it. It returns the journal's
-// write error, nil when b is journaled whole.
+// write error, nil when b is journaled whole. The records held in memory
+// only are bounded (DefaultMaxHeld): past the bound b is not held, but
+// for the records the journal wrote, and the error wraps ErrHeldFull.
 func (j *Journal) Keep(b Batch) error {
 	if j == nil {
 		return nil
@@ -97,7 +117,12 @@ func (j *Journal) Keep(b Batch) error {
 	// they are done once b is handed on.
 	err = errors.Join(err, j.BeginPart(b.Key, partsAll, seqs))
 	if err != nil {
-		j.Hold(b)
+		if !j.holdOnly(b, len(b.Settle)+len(b.Audit)-len(seqs)) {
+			// The records written are handed on as the journal holds
+			// them (Retry); the rest are not kept.
+			j.Failed(b.Key)
+			return errors.Join(err, ErrHeldFull)
+		}
 		return err
 	}
 	j.Failed(b.Key)
@@ -117,6 +142,7 @@ func (j *Journal) Done(key string) {
 		return
 	}
 	if len(ob.of) == 0 {
+		j.only -= ob.only
 		delete(j.batches, key) // held in memory only: no line names it
 		return
 	}
@@ -128,6 +154,7 @@ func (j *Journal) Done(key string) {
 		// key, which applies it once.
 		return
 	}
+	j.only -= ob.only
 	delete(j.batches, key)
 	for _, n := range ob.of {
 		j.doneLocked(n, ob.part)

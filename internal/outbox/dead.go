@@ -34,6 +34,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -252,19 +253,31 @@ func readDeadLines(f *os.File) (list []Dead, unread [][]byte, err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, nil, err
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	// Read a line at a time (eachLine), each at most MaxLine bytes, and
+	// at most DeadMax bytes in all: the file is bounded by it, so a
+	// larger one (damaged, or put there) is refused, never held whole.
+	if fi, err := f.Stat(); err != nil {
 		return nil, nil, err
+	} else if fi.Size() > DeadMax {
+		return nil, nil, fmt.Errorf("%s holds %d bytes, more than dead letters ever do (%d): move it aside to read it", f.Name(), fi.Size(), DeadMax)
 	}
-	for line := range bytes.Lines(data) {
+	err = eachLine(io.LimitReader(f, DeadMax), func(_ int64, line []byte) error {
 		var x Dead
 		switch {
 		case len(bytes.TrimSpace(line)) == 0:
 		case json.Unmarshal(line, &x) == nil && x.ID != "":
 			list = append(list, x)
 		default:
-			unread = append(unread, line)
+			unread = append(unread, bytes.Clone(line))
 		}
+		return nil
+	}, func(off, n int64) error {
+		// Longer than the file's bound: cannot be, but for a lineMax a
+		// test lowers.
+		return fmt.Errorf("%s holds a line of %d bytes at offset %d, longer than any dead letter", f.Name(), n, off)
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return list, unread, nil
 }
@@ -287,8 +300,14 @@ func DropDead(dir, id string) (Dead, error) {
 // for a batch of another store than identity ("": any); and an error
 // wrapping ErrNoDead when there is none.
 func RetryDead(ctx context.Context, dir string, st store.Spooled, identity, id string) (Dead, error) {
+	return retryDead(ctx, dir, st, nil, identity, id)
+}
+
+// retryDead is RetryDead, counting the audit entries st applied written
+// in m.
+func retryDead(ctx context.Context, dir string, st store.Spooled, m *metrics.Metrics, identity, id string) (Dead, error) {
 	return newDeadFile(dir, nil).take(id, func(x Dead) error {
-		return x.Batch.apply(ctx, st, dir, DeadFile, identity)
+		return x.Batch.apply(ctx, st, m, dir, DeadFile, identity)
 	})
 }
 
@@ -331,7 +350,7 @@ func refusedBatch(ctx context.Context, st store.Spooled, sp *Spool, b Batch, rea
 	ctx = context.WithValue(ctx, partsKey{}, b.Key)
 	one := func(part string, i int, rec Batch) error {
 		rec.Key, rec.Store = partKey(b.Key, part, i), b.Store
-		_, err := st.ApplySpooled(ctx, rec.Key, rec.Settle, rec.Audit)
+		err := rec.applyTo(ctx, st, sp.metrics)
 		if Refused(err) {
 			return sp.SetDead(rec, err)
 		}

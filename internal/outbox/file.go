@@ -135,6 +135,10 @@ func OwnerOnly(f *os.File) error {
 	if fi.Mode().Perm()&0o077 == 0 {
 		return nil
 	}
+	// Never a file another name (a hard link) leads to as well.
+	if err := filelock.OneName(f); err != nil {
+		return err
+	}
 	if err := f.Chmod(FileMode); err != nil {
 		return notNarrowed(f.Name(), fi.Mode(), err)
 	}

@@ -41,6 +41,7 @@ package outbox
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
@@ -66,6 +67,17 @@ func journalCompactName(gen string) string { return "journal-" + gen + ".compact
 // DefaultJournalMax is the size, in bytes, past which the journal is rewritten
 // with only the records not yet done.
 const DefaultJournalMax = 16 << 20
+
+// DefaultMaxHeld bounds the records (settlements and audit entries) that
+// batches held in memory only keep (Keep, when the journal cannot write
+// them): past it Keep refuses, and Err says so, so that no call is
+// served whose records could not be kept. A budgeted call's settlement
+// is a few hundred bytes: some tens of MiB in all.
+const DefaultMaxHeld = 1 << 16
+
+// ErrHeldFull is what Keep returns, holding nothing more, and Err while
+// the records held in memory only are at their bound (DefaultMaxHeld).
+var ErrHeldFull = errors.New("journal: the records held in memory while it cannot write are at their bound")
 
 // recoverBatch bounds the records handed on in one batch at recovery.
 const recoverBatch = 256
@@ -179,6 +191,9 @@ type openBatch struct {
 	part      Part
 	unwritten bool
 	held      *Batch
+	// only is how many of held's records the journal holds in memory
+	// only (Keep could not write them).
+	only int
 }
 
 // Journal is one replica's journal. Its methods are safe for concurrent
@@ -218,6 +233,9 @@ type Journal struct {
 	// succeeds.
 	broken bool
 	err    error
+	// only is how many records the batches held keep in memory only
+	// (openBatch.only), at most maxHeld.
+	only, maxHeld int
 }
 
 // OpenJournal opens the journal in dir, bounded to max bytes
@@ -235,7 +253,8 @@ func OpenJournal(dir string, max int64, id string, log *slog.Logger, put func(Ba
 	if err := recoverDir(dir, put, log); err != nil {
 		return nil, err
 	}
-	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}, failed: map[string]bool{}}
+	j := &Journal{dir: dir, max: max, log: log, gen: NewKey(), store: id, open: map[uint64]openRec{}, batches: map[string]openBatch{}, failed: map[string]bool{},
+		maxHeld: DefaultMaxHeld}
 	j.written = sync.NewCond(&j.gmu)
 	if err := j.rewrite(); err != nil {
 		return nil, err
@@ -421,13 +440,18 @@ func (j *Journal) writeLocked(l []byte) (int, error) {
 var writeJournal = (*os.File).Write
 
 // Err is the last write's failure, nil when it succeeded: while it is not
-// nil, calls answered are not journaled.
+// nil, calls answered are not journaled. While the records held in
+// memory only are at their bound, it is ErrHeldFull (joined with the
+// last write's failure, if any).
 func (j *Journal) Err() error {
 	if j == nil {
 		return nil
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.only >= j.maxHeld {
+		return errors.Join(fmt.Errorf("%w (%d)", ErrHeldFull, j.maxHeld), j.err)
+	}
 	return j.err
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,59 @@ func TestSettle_BudgetedCallKeptWhenNeitherStoreNorSpoolTakesIt(t *testing.T) {
 				t.Errorf("the store took %d settlements and %d audit entries, want 1 and %d", st.settle, st.audit, spooled)
 			}
 		})
+	}
+}
+
+// TestKeep_HeldInMemoryIsBounded: while neither the store, a full spool
+// nor the journal takes a write, budgeted calls' settlements are held
+// in memory up to the bound only: past it each is logged at ERROR as
+// lost, and Err says the bound is reached (so that calls are refused,
+// "cannot record"), until the store takes what is held, once.
+func TestKeep_HeldInMemoryIsBounded(t *testing.T) {
+	st := &downStore{}
+	var log bytes.Buffer
+	cfg := Config{Dir: t.TempDir(), Store: st, Logger: logTo(&log), spoolMax: 4096, BatchEvery: time.Hour}
+	o, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	o.Journal.maxHeld = 3
+	spooled := fullSpool(t, o)
+	st.down.Store(true)
+	failJournal(t)
+	for i := range 5 {
+		if err := o.Settle(t.Context(), store.Settlement{Reservation: int64(i + 1), Box: "alpha", Charge: 700}); err != nil {
+			t.Errorf("Settle %d = %v, want nil (kept, or logged as lost)", i, err)
+		}
+	}
+	held := 0
+	for _, b := range o.Journal.batches {
+		if b.held != nil {
+			held += len(b.held.Settle)
+		}
+	}
+	if held != 3 {
+		t.Errorf("%d settlements held in memory, want the bound, 3", held)
+	}
+	if got := strings.Count(log.String(), "settlement lost"); got != 2 {
+		t.Errorf("%d settlements logged as lost, want 2:\n%s", got, log.String())
+	}
+	writeJournal = (*os.File).Write
+	if _, err := o.Journal.Audit(store.AuditEntry{Route: "/refused"}); err != nil { // a refusal's record: the journal writes again
+		t.Fatal(err)
+	}
+	if err := o.Journal.Err(); !errors.Is(err, ErrHeldFull) {
+		t.Errorf("Err with the journal writing and the held settlements at their bound = %v, want ErrHeldFull", err)
+	}
+	st.down.Store(false)
+	if _, err := o.Replay(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Journal.Err(); err != nil {
+		t.Errorf("Err once the store took what was held = %v, want nil", err)
+	}
+	if st.settle != 3 || st.audit != spooled {
+		t.Errorf("the store took %d settlements and %d audit entries, want 3 and %d", st.settle, st.audit, spooled)
 	}
 }

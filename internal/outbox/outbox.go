@@ -26,13 +26,10 @@
 package outbox
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -146,6 +143,7 @@ func Open(cfg Config) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	sp.metrics = cfg.Metrics
 	// What a journal holds goes to the spool, replayed once the broker
 	// runs; with the spool full (the store was down for longer than it
 	// holds), to the store itself, under the batch's key, which applies
@@ -156,7 +154,7 @@ func Open(cfg Config) (*Outbox, error) {
 			return err
 		}
 		ctx := within(context.Background(), cfg.Bound)
-		_, aerr := cfg.Store.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+		aerr := b.applyTo(ctx, cfg.Store, cfg.Metrics)
 		if Refused(aerr) {
 			aerr = refusedBatch(ctx, cfg.Store, sp, b, aerr)
 		}
@@ -202,7 +200,7 @@ func (o *Outbox) Replay(ctx context.Context) (int, error) {
 		return n, err
 	}
 	m, err := o.Journal.Retry(func(b Batch) error {
-		_, err := o.cfg.Store.ApplySpooled(within(ctx, o.cfg.Bound), b.Key, b.Settle, b.Audit)
+		err := b.applyTo(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Metrics)
 		if err == nil {
 			return nil
 		}
@@ -219,7 +217,7 @@ func (o *Outbox) replaySpool(ctx context.Context) (int, error) {
 	return o.Spool.Replay(ctx, func(ctx context.Context, b Batch) error {
 		// A batch of another store (appended by a replica of it sharing
 		// the directory) is kept, with every batch after it.
-		err := b.apply(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Dir, SpoolReplayFile, o.cfg.Identity)
+		err := b.apply(within(ctx, o.cfg.Bound), o.cfg.Store, o.cfg.Metrics, o.cfg.Dir, SpoolReplayFile, o.cfg.Identity)
 		if Refused(err) {
 			// Refused for good: set aside, one bad record alone.
 			if err := refusedBatch(within(ctx, o.cfg.Bound), o.cfg.Store, o.Spool, b, err); err != nil {
@@ -239,7 +237,7 @@ func (o *Outbox) ListDead() ([]Dead, error) { return ListDead(o.cfg.Dir) }
 // only) to the store, and removes it once the store took it: see
 // RetryDead.
 func (o *Outbox) RetryDead(ctx context.Context, id string) (Dead, error) {
-	return RetryDead(within(ctx, o.cfg.Bound), o.cfg.Dir, o.cfg.Store, o.cfg.Identity, id)
+	return retryDead(within(ctx, o.cfg.Bound), o.cfg.Dir, o.cfg.Store, o.cfg.Metrics, o.cfg.Identity, id)
 }
 
 // DropDead removes the dead letter id, giving up its records: see
@@ -355,10 +353,14 @@ func checkStore(dir, id string) error {
 }
 
 // journalStore is the store the journal f names in its header, or ""
-// when it names none.
+// when it names none. At most MaxLine bytes of its first line are read.
 func journalStore(f *os.File) (string, error) {
-	first, err := bufio.NewReader(f).ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	var first []byte
+	err := eachLine(f, func(_ int64, line []byte) error {
+		first = line
+		return errFirstLine
+	}, func(int64, int64) error { return errFirstLine })
+	if err != nil && !errors.Is(err, errFirstLine) {
 		return "", fmt.Errorf("journal: %w", err)
 	}
 	var l journalLine
@@ -368,8 +370,12 @@ func journalStore(f *os.File) (string, error) {
 	return l.Store, nil
 }
 
+// errFirstLine ends a read at its first line.
+var errFirstLine = errors.New("first line read")
+
 // spoolStore is the first store other than id a batch in the spool file
-// at p names, or "" when there is none (or no file).
+// at p names, or "" when there is none (or no file). The file is read a
+// line at a time (eachLine); a line longer than MaxLine names none.
 func spoolStore(p, id string) (string, error) {
 	f, err := filelock.Open(p, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -378,18 +384,20 @@ func spoolStore(p, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("spool: %w", err)
 	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return "", fmt.Errorf("spool: %w", err)
-	}
-	for line := range bytes.Lines(data) {
+	defer f.Close()
+	var theirs string
+	err = eachLine(f, func(_ int64, line []byte) error {
 		var b struct {
 			Store string `json:"store"`
 		}
 		if json.Unmarshal(line, &b) == nil && b.Store != "" && b.Store != id {
-			return b.Store, nil
+			theirs = b.Store
+			return errFirstLine
 		}
+		return nil
+	}, func(int64, int64) error { return nil })
+	if err != nil && !errors.Is(err, errFirstLine) {
+		return "", fmt.Errorf("spool: %w", err)
 	}
-	return "", nil
+	return theirs, nil
 }

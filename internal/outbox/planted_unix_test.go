@@ -98,3 +98,41 @@ func TestFiles_FIFOPlantedIsRefused(t *testing.T) {
 		t.Errorf("OpenJournal with a journal a FIFO = %v, want a refusal naming it a FIFO", err)
 	}
 }
+
+// TestFiles_HardLinkPlantedIsRefused: a hard link that a user who may
+// write into the data directory made (where fs.protected_hardlinks is 0)
+// at a spool file, the dead letters, a gone replica's journal or the new
+// file beside a file replaced whole, to a file of the operator's, is
+// refused, wrapping filelock.ErrHardLinked, and the file is left as it
+// was: not chmodded, truncated nor written through.
+func TestFiles_HardLinkPlantedIsRefused(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	for _, name := range []string{SpoolFile, DeadFile, "journal-gone.jsonl", DeadFile + ".new"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			victim := operatorsFile(t)
+			if err := os.Link(victim, filepath.Join(dir, name)); err != nil {
+				t.Skip("no hard link here:", err)
+			}
+			var err error
+			switch name {
+			case "journal-gone.jsonl":
+				var j *Journal
+				if j, err = OpenJournal(dir, 0, "", quiet, func(Batch) error { return nil }); err == nil {
+					j.Close()
+				}
+			case DeadFile + ".new":
+				err = WriteFile(filepath.Join(dir, DeadFile), []byte("{}\n"))
+			default:
+				var s *Spool
+				if s, err = OpenSpool(dir, 0, "", quiet); err == nil {
+					s.Close()
+				}
+			}
+			if !errors.Is(err, filelock.ErrHardLinked) {
+				t.Errorf("opening with a hard link at %s = %v, want ErrHardLinked", name, err)
+			}
+			wantUntouched(t, victim, name)
+		})
+	}
+}

@@ -84,10 +84,6 @@ func genOfName(name string) string {
 // made from when its header names none (damaged on the disk), so that
 // two such journals do not make the same keys.
 func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog.Logger) error {
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
 	var gen, id string
 	records := map[uint64]journalLine{}
 	var order []uint64 // records, in the order written
@@ -97,9 +93,14 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 	// names (a journal written before done lines named them: none).
 	done := map[string]bool{}
 	doneOf := map[string]openBatch{}
-	for raw := range bytes.Lines(data) {
+	// Read a line at a time (eachLine), each at most MaxLine bytes: a
+	// journal of gigabytes with no newline (damaged, or put there) is
+	// never held whole. The first reading takes its header and its
+	// batches' lines; the second its records, holding only those not
+	// yet done (a journal not rewritten for long holds many that are).
+	err := eachLine(f, func(_ int64, raw []byte) error {
 		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
+			return nil
 		}
 		var l journalLine
 		switch {
@@ -111,15 +112,12 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 			// operator to read. A batch whose begun line is damaged is
 			// known by its done line, which names its records too.
 			if uerr := setAsideUnread(dir, "journal", raw, log); uerr != nil {
-				return fmt.Errorf("journal: recover: %w", uerr)
+				return uerr
 			}
 		case l.Gen != "":
 			gen, id = l.Gen, l.Store
-		case l.N != 0 && (l.A != nil || l.T != nil):
-			if _, dup := records[l.N]; !dup {
-				order = append(order, l.N)
-			}
-			records[l.N] = l
+		case l.N != 0 && l.parts() != 0:
+			// A record: read again below.
 		case l.B != "":
 			if _, dup := batches[l.B]; !dup {
 				begun = append(begun, l.B)
@@ -131,6 +129,13 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 				doneOf[l.D] = openBatch{of: l.Of, part: partOf(l.P)}
 			}
 		}
+		return nil
+	}, func(off, n int64) error {
+		longLine(log, "journal", f.Name(), off, n)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal: recover: %w", err)
 	}
 	if gen == "" {
 		gen = named
@@ -138,6 +143,32 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 	// used holds the parts of each record a batch took (handed on, or
 	// done).
 	used := map[uint64]Part{}
+	for key := range done {
+		ob, ok := doneOf[key]
+		if !ok {
+			ob = batches[key]
+		}
+		for _, n := range ob.of {
+			used[n] |= ob.part
+		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("journal: recover: %w", err)
+	}
+	err = eachLine(f, func(_ int64, raw []byte) error {
+		var l journalLine
+		if json.Unmarshal(raw, &l) != nil || !l.known() || !l.intact() || l.Gen != "" || l.N == 0 || l.parts()&^used[l.N] == 0 {
+			return nil // no record (set aside above, or a header), or one done
+		}
+		if _, dup := records[l.N]; !dup {
+			order = append(order, l.N)
+		}
+		records[l.N] = l
+		return nil
+	}, func(int64, int64) error { return nil })
+	if err != nil {
+		return fmt.Errorf("journal: recover: %w", err)
+	}
 	handed := 0
 	add := func(b *Batch, n uint64, part Part) {
 		l, ok := records[n]
@@ -153,15 +184,6 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 		if take&PartSettle != 0 {
 			b.Settle = append(b.Settle, *l.T)
 			handed++
-		}
-	}
-	for key := range done {
-		ob, ok := doneOf[key]
-		if !ok {
-			ob = batches[key]
-		}
-		for _, n := range ob.of {
-			used[n] |= ob.part
 		}
 	}
 	// A batch begun and not done is handed on under its own key; the

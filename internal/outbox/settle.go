@@ -198,7 +198,10 @@ func (o *Outbox) record(ctx context.Context, st store.Settlement, seqs []uint64)
 	if !kept && len(seqs) == 0 && o.Journal != nil {
 		// A budgeted call's settlement, which no journal held: kept
 		// there now, for Replay to hand on, once, under its key.
-		if jerr := o.Journal.Keep(b); jerr != nil {
+		if jerr := o.Journal.Keep(b); errors.Is(jerr, ErrHeldFull) {
+			o.log.Error("spend: settlement lost: taken by neither the store, the spool nor the journal, and the settlements held in memory are at their bound; calls are refused until the store or the spool takes what is held",
+				"box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", errors.Join(err, jerr))
+		} else if jerr != nil {
 			o.log.Error("spend: settlement taken by neither the store, the spool nor the journal; it is held in memory until the store takes it",
 				"box", st.Box, "month", st.Month, "charge_micros", st.Charge, "err", errors.Join(err, jerr))
 		} else {

@@ -29,11 +29,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -71,12 +73,23 @@ type Batch struct {
 
 // apply applies b to st under its key, unless b names another store
 // than ours ("": any): then it returns a *ForeignError naming the file
-// name in the data directory dir, applying nothing.
-func (b *Batch) apply(ctx context.Context, st store.Spooled, dir, name, ours string) error {
+// name in the data directory dir, applying nothing. The audit entries it
+// applies (none when st had applied b's key already) are counted
+// written in m.
+func (b *Batch) apply(ctx context.Context, st store.Spooled, m *metrics.Metrics, dir, name, ours string) error {
 	if b.Store != "" && ours != "" && b.Store != ours {
 		return &ForeignError{Dir: dir, Theirs: b.Store, Ours: ours, Files: []string{filepath.Join(dir, name)}}
 	}
-	_, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+	return b.applyTo(ctx, st, m)
+}
+
+// applyTo applies b to st under its key, and counts the audit entries
+// it applied (none when st had applied the key already) written in m.
+func (b *Batch) applyTo(ctx context.Context, st store.Spooled, m *metrics.Metrics) error {
+	applied, err := st.ApplySpooled(ctx, b.Key, b.Settle, b.Audit)
+	if err == nil && applied && len(b.Audit) > 0 {
+		m.AuditWritten(len(b.Audit))
+	}
 	return err
 }
 
@@ -94,6 +107,10 @@ type Spool struct {
 	replay sync.Mutex // one Replay at a time
 
 	dead *deadFile // the batches the store refused for good (dead.go)
+
+	// metrics counts the audit entries the store took from a batch
+	// refused as a whole and applied record by record (refusedBatch).
+	metrics *metrics.Metrics
 }
 
 // OpenSpool opens the spool in dir (made, mode 0700, if missing), bounded to
@@ -139,6 +156,10 @@ func (s *Spool) Append(b Batch) error {
 		return fmt.Errorf("spool: encode: %w", err)
 	}
 	line = append(line, '\n')
+	if len(line) > MaxLine {
+		// A replay reads no longer line (eachLine).
+		return fmt.Errorf("spool: %w: a batch of %d bytes is longer than a line may be (%d)", ErrFull, len(line), MaxLine)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.size+int64(len(line)) > s.max {
@@ -271,33 +292,38 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 		return 0, false, fmt.Errorf("spool: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return 0, false, fmt.Errorf("spool: %w", err)
-	}
-	for line := range bytes.Lines(data) {
+	// Read a line at a time (eachLine), each at most MaxLine bytes: a
+	// spool file of gigabytes, damaged or put there, is never held whole.
+	err = eachLine(f, func(_ int64, line []byte) error {
 		var b Batch
 		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
 			// A line cut off by a crash mid-append (its Append never
 			// returned, so no one counted on it), or damaged: set
 			// aside, as it is, for an operator to read.
 			if uerr := setAsideUnread(s.dir, "spool", line, s.log); uerr != nil {
-				return n, false, fmt.Errorf("spool: replay: %w", uerr)
+				return uerr
 			}
 		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
 			// apply set it aside itself: not applied, and not kept.
 		} else if aerr != nil {
 			if !Refused(aerr) {
-				return n, false, fmt.Errorf("spool: replay: %w", aerr)
+				return aerr
 			}
 			// Refused for what it holds, it would be at every replay:
 			// set aside, and the batches behind it go on.
 			if derr := s.SetDead(b, aerr); derr != nil {
-				return n, false, fmt.Errorf("spool: replay: %w", errors.Join(aerr, derr))
+				return errors.Join(aerr, derr)
 			}
 		} else {
 			n++
 		}
+		return nil
+	}, func(off, size int64) error {
+		longLine(s.log, "spool", rp, off, size)
+		return nil
+	})
+	if err != nil {
+		return n, false, fmt.Errorf("spool: replay: %w", err)
 	}
 	if err := os.Remove(rp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return n, false, fmt.Errorf("spool: %w", err)
@@ -330,7 +356,8 @@ func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
 	}
 	defer f.Close()
 	defer filelock.Unlock(f)
-	line = append(bytes.TrimSuffix(line, []byte{'\n'}), '\n')
+	// A copy: line may be a reader's buffer (eachLine), not to be written.
+	line = append(slices.Clip(bytes.TrimSuffix(line, []byte{'\n'})), '\n')
 	kept, err := io.ReadAll(io.NewSectionReader(f, 0, DeadMax))
 	if err != nil {
 		return err

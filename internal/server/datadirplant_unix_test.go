@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/intentius/boxbroker/internal/filelock"
 	"github.com/intentius/boxbroker/internal/filelock/filelocktest"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/server"
@@ -47,6 +48,37 @@ func TestServe_LinkPlantedInTheDataDirectory(t *testing.T) {
 			err := newServer(t, dir)
 			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "a link") {
 				t.Errorf("New with %s a link = %v, want a refusal naming it a link", name, err)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "the operator's own\n" {
+				t.Errorf("the file %s links to holds %q, want it untouched", name, b)
+			}
+			if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("the file %s links to is mode %v (%v), want its 0644 kept", name, fi.Mode().Perm(), err)
+			}
+		})
+	}
+}
+
+// TestServe_HardLinkPlantedInTheDataDirectory: a hard link made at one
+// of the files serve opens in a data directory its group may write (where
+// fs.protected_hardlinks is 0), to a file of the operator's (mode 0644),
+// is refused, naming it: the file is not truncated, written or narrowed
+// to 0600 through it.
+func TestServe_HardLinkPlantedInTheDataDirectory(t *testing.T) {
+	for _, name := range plantedNames {
+		t.Run(name, func(t *testing.T) {
+			dir := groupDataDir(t, name)
+			victim := filepath.Join(t.TempDir(), "operators-file")
+			if err := os.WriteFile(victim, []byte("the operator's own\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, name)
+			if err := os.Link(victim, p); err != nil {
+				t.Skip("no hard link here:", err)
+			}
+			err := newServer(t, dir)
+			if !errors.Is(err, filelock.ErrHardLinked) || !strings.Contains(err.Error(), p) {
+				t.Errorf("New with %s a hard link = %v, want a refusal naming it (ErrHardLinked)", name, err)
 			}
 			if b, _ := os.ReadFile(victim); string(b) != "the operator's own\n" {
 				t.Errorf("the file %s links to holds %q, want it untouched", name, b)

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/intentius/boxbroker/internal/filelock"
 )
 
 // MaxPricesFile bounds a price file's size.
@@ -37,7 +38,13 @@ func LoadPrices(path string) (*Prices, error) {
 	if path == "" {
 		return DefaultPrices(), nil
 	}
-	f, err := os.Open(path)
+	// Opened as filelock.OpenRead opens it: a link is followed, and a
+	// FIFO or a device is refused, never waited on for a writer (serve
+	// hung at start) nor read without end.
+	f, err := filelock.OpenRead(path)
+	if errors.Is(err, filelock.ErrNotRegular) {
+		return nil, fmt.Errorf("prices %s: %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("prices: %w", err)
 	}

@@ -222,7 +222,12 @@ func ownerOnly(abs string) error {
 		if err != nil {
 			return err
 		}
-		err = narrow(f)
+		// SQLite writes all three: none may be a hard link (to the
+		// master key, say) that SQLite would write through.
+		err = filelock.OneName(f)
+		if err == nil {
+			err = narrow(f)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
