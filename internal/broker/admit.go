@@ -120,10 +120,7 @@ func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr
 		return nil, err
 	}
 	a := rule.Admit(box, s.cfg.Broker, name)
-	a.TokenHash = box.TokenHash
-	if old {
-		a.TokenHash = box.OldTokenHash
-	}
+	a.TokenHash = heldHash(&box, old)
 	if err != nil {
 		return a, err
 	}
@@ -158,6 +155,17 @@ func (s *Server) boxOf(ctx context.Context, tok string, from netip.Addr) (box st
 }
 
 func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }
+
+// heldHash is the hash of the token boxOf found box by: its token's, or
+// (old) the one's before its last rotation. A request is judged, and what
+// is read or written on its behalf gated, by this hash, the token hashed
+// once.
+func heldHash(box *store.Box, old bool) string {
+	if old {
+		return box.OldTokenHash
+	}
+	return box.TokenHash
+}
 
 // judgeToken refuses the token of box, sent from from, when box is
 // bound to addresses from is outside of, or the token is past its

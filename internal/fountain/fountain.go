@@ -383,7 +383,7 @@ func (c *Capability) record(resp *http.Response, cl *call) error {
 	// meanwhile did not start it, and is not to own it.
 	err = c.cfg.Resources.AddBoxResource(resp.Request.Context(), store.Resource{
 		Box: cl.box, Kind: store.ResourceConversation, ID: id, At: c.cfg.Now().UTC(),
-	}, token.Hash(cl.token))
+	}, cl.tokenHash)
 	switch {
 	case errors.Is(err, store.ErrGraceEnded) || errors.Is(err, store.ErrTokenExpired):
 		// Admitted within its token's grace or lifetime, recorded past it.
