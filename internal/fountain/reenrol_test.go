@@ -110,7 +110,7 @@ func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
 	if _, err := br.Server.Cache.BoxByTokenHash(ctx, token.Hash(old)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := br.Server.Cache.Declaration(ctx, "alpha"); err != nil {
+	if _, err := br.Server.Cache.Declaration(ctx, "alpha", token.Hash(old)); err != nil {
 		t.Fatal(err)
 	}
 	// Removed and added anew by another process, and assigned a
