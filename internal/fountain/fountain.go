@@ -241,7 +241,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.NotFound(r)
 	}
 	if rt.ID != "" {
-		if err := c.own(r.Context(), cl.Box.Name, cl.TokenHash, rt.Family.Kind, rt.ID, "the path"); err != nil {
+		if err := c.own(r.Context(), cl, rt.Family.Kind, rt.ID, "the path"); err != nil {
 			return err
 		}
 	}
@@ -257,7 +257,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.TooLarge(c.cfg.MaxBody)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
-	body, err := c.checkRequest(r.Context(), cl.Box.Name, cl.TokenHash, r)
+	body, err := c.checkRequest(r.Context(), cl, r)
 	if err != nil {
 		return err
 	}
