@@ -14,6 +14,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/outbox"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // TestOperator_ProposalsAndDeadLettersThroughEveryFrontEnd runs ask,
@@ -101,7 +102,7 @@ func TestOperator_ProposalsAndDeadLettersThroughEveryFrontEnd(t *testing.T) {
 	}
 	// open opens a proposal of box, whose token is tok, for a tunnel to host.
 	open := func(t *testing.T, tok, box, host string) string {
-		v, err := b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: host, Reason: "no secret"}, Token: tok})
+		v, err := b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: host, Reason: "no secret"}, TokenHash: token.Hash(tok)})
 		if err != nil || v.Proposal.ID == "" {
 			t.Fatalf("open a proposal of %s: %+v, %v", box, v, err)
 		}

@@ -32,7 +32,7 @@ func openHostProposal(t *testing.T, b *brokertest.Broker, tok, box, host string)
 	t.Helper()
 	decode(t, "PUT ask", b.Admin("PUT", "/api/boxes/"+box+"/asks/"+approval.ScopeHosts, b.AdminToken, nil), 200, nil)
 	v, err := b.Server.Approvals.Refused(context.Background(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost,
-		Method: http.MethodConnect, Host: host, Reason: "no secret"}, Token: tok})
+		Method: http.MethodConnect, Host: host, Reason: "no secret"}, TokenHash: token.Hash(tok)})
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("open a proposal of %s for %s: %+v, %v", box, host, v, err)
 	}
@@ -109,7 +109,7 @@ func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 	approved := openHostProposal(t, b, tok, "alpha", "one.example:443")
 	decode(t, "approve for always", b.Admin("POST", "/api/proposals/"+approved+"/approve", b.AdminToken, operator.Decision{For: "always"}), 200, nil)
 	pending := openHostProposal(t, b, tok, "alpha", "two.example:443")
-	attempt := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}, Token: tok}
+	attempt := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}, TokenHash: token.Hash(tok)}
 	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || !v.Approved {
 		t.Fatalf("the approved attempt before removal: %+v, %v; want approved", v, err)
 	}
@@ -118,7 +118,7 @@ func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 		t.Fatalf("remove alpha = %d %s", r.StatusCode, r.Body)
 	}
 	refusal(t, "approve the removed box's proposal", b.Admin("POST", "/api/proposals/"+pending+"/approve", b.AdminToken, operator.Decision{For: "always"}), 404)
-	attempt.Token = b.AddBox("alpha")
+	attempt.TokenHash = token.Hash(b.AddBox("alpha"))
 	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || v.Approved {
 		t.Errorf("the same attempt by the new alpha: %+v, %v; want it not approved", v, err)
 	}

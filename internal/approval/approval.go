@@ -35,7 +35,6 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Ask-mode scopes.
@@ -139,11 +138,13 @@ func New(cfg Config) (*Service, error) {
 // may hold.
 type Attempt struct {
 	store.Attempt
-	// Token is the token the request was admitted with: a proposal
-	// opens only while the box still holds it, so that a request of a
-	// box removed (or whose token was rotated) as it was refused is not
-	// proposed as one of the box added under its name since.
-	Token string
+	// TokenHash is the hash of the token the request was admitted with
+	// (capability.Call.TokenHash): approvals and asks are read, and a
+	// proposal opens, only while the box still holds it, so that a
+	// request of a box removed (or whose token was rotated) as it was
+	// refused is not proposed as one of the box added under its name
+	// since.
+	TokenHash string
 	// Forbidden are strings no proposal may hold (the box's token): an
 	// attempt holding one, or any token, opens none.
 	Forbidden []string
@@ -216,7 +217,7 @@ func (s *Service) Refused(ctx context.Context, a Attempt) (Verdict, error) {
 	// its request was admitted with: a request of a box removed, or
 	// whose token was replaced, since it was admitted is allowed by no
 	// approval, and asks no one.
-	held := token.Hash(a.Token)
+	held := a.TokenHash
 	in, err := s.cfg.Store.ApprovalsInForce(ctx, a.Box, held, a.Kind, now)
 	if err != nil {
 		return Verdict{}, err

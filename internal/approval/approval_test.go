@@ -43,7 +43,7 @@ const boxToken = "box-token-123"
 
 func rule(path string) approval.Attempt {
 	return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalRule, Secret: "GITHUB", Method: "POST", Path: path,
-		Host: "https://api.github.com", Reason: "outside its rules"}, Token: boxToken, Forbidden: []string{boxToken}}
+		Host: "https://api.github.com", Reason: "outside its rules"}, TokenHash: token.Hash(boxToken), Forbidden: []string{boxToken}}
 }
 
 func TestRefused_NotAskedOpensNothing(t *testing.T) {
@@ -189,8 +189,8 @@ func TestRefused_OpensNoProposalForAnOverlongAttempt(t *testing.T) {
 	long := strings.Repeat("x", approval.MaxField+1)
 	tests := []approval.Attempt{
 		rule("/" + long),
-		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: long + ":443", Reason: "no secret"}, Token: boxToken},
-		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: long, Amount: 5, Payer: "shared", Reason: "over budget"}, Token: boxToken},
+		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: long + ":443", Reason: "no secret"}, TokenHash: token.Hash(boxToken)},
+		{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: long, Amount: 5, Payer: "shared", Reason: "over budget"}, TokenHash: token.Hash(boxToken)},
 	}
 	for _, a := range tests {
 		v, err := svc.Refused(ctx, a)
@@ -220,10 +220,10 @@ func TestRefused_OpensNoProposalForWhatWouldNotReadAsItself(t *testing.T) {
 		}
 	}
 	host := func(h string) approval.Attempt {
-		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: h, Reason: "no secret"}, Token: boxToken}
+		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: h, Reason: "no secret"}, TokenHash: token.Hash(boxToken)}
 	}
 	budget := func(model string) approval.Attempt {
-		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: model, Amount: 5, Payer: "shared", Reason: "over budget"}, Token: boxToken}
+		return approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: model, Amount: 5, Payer: "shared", Reason: "over budget"}, TokenHash: token.Hash(boxToken)}
 	}
 	worded := func(reason string) approval.Attempt {
 		a := rule("/repos/acme/app/issues")
@@ -309,8 +309,8 @@ func TestSetAsk_SecretScopeNamesASecret(t *testing.T) {
 // TestRefused_ProposalKeepsTheAttempt: the proposal a refusal opens, as
 // stored and as notified, holds every field of what was attempted.
 func TestRefused_ProposalKeepsTheAttempt(t *testing.T) {
-	host := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: "example.com:443", Reason: "no secret"}, Token: boxToken}
-	budget := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: "claude-opus-5-5", Amount: 250000, Reason: "over budget"}, Token: boxToken}
+	host := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: "example.com:443", Reason: "no secret"}, TokenHash: token.Hash(boxToken)}
+	budget := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalBudget, Model: "claude-opus-5-5", Amount: 250000, Reason: "over budget"}, TokenHash: token.Hash(boxToken)}
 	tests := []struct {
 		scope string
 		a     approval.Attempt

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // failing is a proposals store whose reads of approvals in force fail.
@@ -78,7 +79,7 @@ func TestAsk_TokenNeverStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost, Method: "CONNECT", Host: "box-token-123.example:443"},
-		Token: boxToken, Forbidden: []string{boxToken}}
+		TokenHash: token.Hash(boxToken), Forbidden: []string{boxToken}}
 	if approved, words := svc.Ask(ctx, host, log, "unused"); approved || words != "" {
 		t.Errorf("Ask(host holding the token) = %v, %q; want refused, no proposal named", approved, words)
 	}

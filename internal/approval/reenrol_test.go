@@ -79,7 +79,7 @@ func TestRefused_RequestOfARemovedBoxIsNotProposedToTheNewOne(t *testing.T) {
 	// The new box's own refused request opens one: the refusal above was
 	// the token's.
 	a := rule("/repos/acme/x/issues")
-	a.Token = "the new box's token"
+	a.TokenHash = token.Hash("the new box's token")
 	if _, words := svc.Ask(ctx, a, slog.New(slog.NewTextHandler(&buf, nil)), "unused"); words == "" {
 		t.Errorf("Ask(request of the new box) names no proposal; want one")
 	}
@@ -104,7 +104,7 @@ func TestRefused_RequestOfARemovedBoxIsNotAllowedByTheNewOnesApproval(t *testing
 		t.Fatal(err)
 	}
 	mine := rule("/repos/acme/x/issues")
-	mine.Token, mine.Forbidden = newToken, []string{newToken}
+	mine.TokenHash, mine.Forbidden = token.Hash(newToken), []string{newToken}
 	v, err := svc.Refused(ctx, mine)
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("Refused(the new box's request) = %+v, %v; want a proposal", v, err)

@@ -99,7 +99,8 @@ type Admission = rule.Admission
 // refuses its token from outside the addresses it is bound to (from,
 // where the request came from; none, for a box bound to any address),
 // past its expiry or past a rotation's grace, refuses it while its
-// owner has it paused, and reads its last declaration report. The
+// owner has it paused, and reads its last declaration report while it
+// holds the token (refused as capability.TokenGone once it does not). The
 // broker's handler admits every request so, and the HTTPS proxy
 // (package egressproxy) every CONNECT and every open tunnel it judges
 // again: the rule is applied around every capability, never inside one.
@@ -120,17 +121,22 @@ func (s *Server) AdmitBox(ctx context.Context, tok, name string, from netip.Addr
 		return nil, err
 	}
 	a := rule.Admit(box, s.cfg.Broker, name)
-	a.TokenHash = box.TokenHash
-	if old {
-		a.TokenHash = box.OldTokenHash
-	}
+	a.TokenHash = heldHash(&box, old)
 	if err != nil {
 		return a, err
 	}
 	if box.Paused {
 		return a, capability.Paused(box.Name)
 	}
-	if a.Report, err = s.cfg.Cache.Declaration(ctx, box.Name); err != nil {
+	// The report is read while the box holds the token: a box removed
+	// and another added under its name, or its token replaced, since
+	// memory last heard is judged by neither's report on the other's
+	// request.
+	a.Report, err = s.cfg.Cache.Declaration(ctx, box.Name, a.TokenHash)
+	if errors.Is(err, store.ErrNotFound) {
+		return a, capability.TokenGone(ctx, s.cfg.Store, box)
+	}
+	if err != nil {
 		return a, capability.Unavailable(err)
 	}
 	return a, nil
@@ -158,6 +164,17 @@ func (s *Server) boxOf(ctx context.Context, tok string, from netip.Addr) (box st
 }
 
 func boxTokenHashes(b store.Box) (string, string) { return b.TokenHash, b.OldTokenHash }
+
+// heldHash is the hash of the token boxOf found box by: its token's, or
+// (old) the one's before its last rotation. A request is judged, and what
+// is read or written on its behalf gated, by this hash, the token hashed
+// once.
+func heldHash(box *store.Box, old bool) string {
+	if old {
+		return box.OldTokenHash
+	}
+	return box.TokenHash
+}
 
 // judgeToken refuses the token of box, sent from from, when box is
 // bound to addresses from is outside of, or the token is past its

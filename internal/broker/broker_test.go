@@ -271,7 +271,7 @@ func TestDeclaration_FloodIsHeldToTheBoxsRate(t *testing.T) {
 	if kept != 2 {
 		t.Errorf("%d of 10 reports kept at a burst of 2, want 2: reports are not held to the box's rate", kept)
 	}
-	d, err := b.Server.Cache.Declaration(context.Background(), "flood")
+	d, err := b.Server.Cache.Declaration(context.Background(), "flood", token.Hash(tok))
 	if err != nil || d == nil || len(d.Capabilities) != 1 || d.Capabilities[0].Scope[0] != "S1" {
 		t.Errorf("kept report = %+v, %v; want the second, S1", d, err)
 	}

@@ -26,8 +26,9 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	}
 	tok, err := token.FromRequest(r)
 	var box store.Box
+	var old bool
 	if err == nil {
-		box, _, _, err = s.boxOf(r.Context(), tok, s.Source(r))
+		box, old, _, err = s.boxOf(r.Context(), tok, s.Source(r))
 	}
 	info.Box = box.Name
 	if err != nil {
@@ -78,7 +79,7 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request, info *reque
 	if err != nil {
 		return err
 	}
-	kept, err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, token.Hash(tok), doc, d.At)
+	kept, err := s.cfg.Store.SaveDeclaration(r.Context(), box.Name, heldHash(&box, old), doc, d.At)
 	if err != nil {
 		if errors.Is(err, store.ErrGraceEnded) { // admitted within the grace, saved past it
 			return graceEnded(&box)

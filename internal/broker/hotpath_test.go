@@ -48,9 +48,9 @@ func (s *countingStore) BoxByTokenHash(ctx context.Context, hash string) (store.
 	return s.Store.BoxByTokenHash(ctx, hash)
 }
 
-func (s *countingStore) Declaration(ctx context.Context, box string) ([]byte, time.Time, error) {
+func (s *countingStore) DeclarationOfToken(ctx context.Context, box, tokenHash string) ([]byte, time.Time, error) {
 	s.reads.Add(1)
-	return s.Store.Declaration(ctx, box)
+	return s.Store.DeclarationOfToken(ctx, box, tokenHash)
 }
 
 func (s *countingStore) Credential(ctx context.Context, id string) (store.Credential, error) {

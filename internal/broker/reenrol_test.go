@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,5 +134,51 @@ func TestDeclaration_ReportSavedAsTheTokenExpiresIsRefusedAsPastIt(t *testing.T)
 	}
 	if saved.StatusCode != admitted.StatusCode || !bytes.Equal(saved.Body, admitted.Body) {
 		t.Errorf("report saved past its token's expiry = %d %s, want %d %s as one admitted past it", saved.StatusCode, saved.Body, admitted.StatusCode, admitted.Body)
+	}
+}
+
+// TestAdmit_ReportIsJudgedForTheTokenItWasReadFor: a box is removed and
+// another added under its name (by another process, which the broker's
+// memory has not heard of) while memory holds a report: the new box,
+// which never reported, is not judged by the removed box's report it
+// finds there, and the removed box's token, still admitted from memory,
+// is not judged by the report the new box makes: it is refused as a
+// removed box's.
+func TestAdmit_ReportIsJudgedForTheTokenItWasReadFor(t *testing.T) {
+	u := brokertest.NewUnheard(t)
+	b := brokertest.New(t, brokertest.Options{Store: u})
+	ctx := context.Background()
+	b.SetCredential("anthropic", "sk-ant-api03-x")
+	old := b.AddBox("alpha")
+	b.Report(old, brokertest.Entry("inference", "agent"))
+	b.Sync()
+	if resp := b.Do("GET", "/llm/anthropic/v1/models", old, nil, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the box's call = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	// Removed and added anew by another process, which the broker's
+	// memory, holding the box and its report, has not heard of.
+	u.Deaf.Store(true)
+	if err := u.Store.DeleteBox(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := token.NewBox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Store.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: token.Hash(tok), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+		t.Fatal(err)
+	}
+
+	resp := b.Do("GET", "/llm/anthropic/v1/models", tok, nil, nil)
+	if typ, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || typ != protocol.TypePermission || !strings.Contains(msg, "declar") {
+		t.Errorf("the new box's call, never reported = %d %s, want 403 as undeclared", resp.StatusCode, resp.Body)
+	}
+	b.Report(tok, brokertest.Entry("inference", "agent"))
+	resp = b.Do("GET", "/llm/anthropic/v1/models", old, nil, nil)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || msg != "The box was removed from this broker." {
+		t.Errorf("the removed box's call, the new box reported = %d %s, want 403 removed", resp.StatusCode, resp.Body)
+	}
+	if n := len(b.Upstream.Seen()); n != 1 {
+		t.Errorf("the upstream received %d calls, want the removed box's first alone", n)
 	}
 }

@@ -98,7 +98,10 @@ type Cache struct {
 	boxes    map[string]store.Box
 	byName   map[string][]string // box name → the token hashes it is kept under (its token's, and an old one's in a rotation's grace), for dropping
 	missing  map[string]struct{}
-	decls    map[string]*protocol.Declaration // nil value: never reported
+	// decls are the boxes' reports (nil: never reported), kept as
+	// secrets are, by box and the hash of the token of the request that
+	// read them.
+	decls    map[declKey]*protocol.Declaration
 	creds    map[string]store.Credential
 	credMiss map[string]struct{}
 	budgeted map[string]bool // box name → whether it has any budget
@@ -140,7 +143,7 @@ func (c *Cache) resetLocked() {
 	c.boxes = map[string]store.Box{}
 	c.byName = map[string][]string{}
 	c.missing = map[string]struct{}{}
-	c.decls = map[string]*protocol.Declaration{}
+	c.decls = map[declKey]*protocol.Declaration{}
 	c.creds = map[string]store.Credential{}
 	c.credMiss = map[string]struct{}{}
 	c.budgeted = map[string]bool{}
@@ -384,13 +387,13 @@ func (c *Cache) dropLocked(kind, key string) {
 		}
 		delete(c.byName, key)
 		clear(c.missing)
-		delete(c.decls, key)
+		dropDecls(c, key)
 		delete(c.budgeted, key)
 		// A removed box takes its secrets with it.
 		dropSecrets(c, func(k secretKey) bool { return k.box == key })
 		dropBoxCreds(c, func(k credKey) bool { return k.box == key })
 	case store.ChangeDeclaration:
-		delete(c.decls, key)
+		dropDecls(c, key)
 	case store.ChangeBudget:
 		delete(c.budgeted, key)
 	case store.ChangeCredential:

@@ -42,7 +42,7 @@ func warm(b *testing.B) *cache.Cache {
 	if _, err := c.BoxByTokenHash(ctx, "h"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.Declaration(ctx, "salad"); err != nil {
+	if _, err := c.Declaration(ctx, "salad", "h"); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := c.Credential(ctx, "anthropic"); err != nil {
@@ -65,7 +65,7 @@ func BenchmarkDeclaration_Hit(b *testing.B) {
 	c, ctx := warm(b), context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if d, err := c.Declaration(ctx, "salad"); err != nil || d == nil {
+		if d, err := c.Declaration(ctx, "salad", "h"); err != nil || d == nil {
 			b.Fatal(d, err)
 		}
 	}

@@ -26,15 +26,18 @@ func (c *Cache) BoxByTokenHash(ctx context.Context, hash string) (store.Box, err
 	}, func(ctx context.Context) (store.Box, error) { return c.st.BoxByTokenHash(ctx, hash) })
 }
 
-// Declaration returns a box's last kept report, or nil when it never
-// reported. The result is shared and must not be modified.
-func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declaration, error) {
-	return cached(ctx, c, "declaration", box, &c.decls, nil, nil, func(ctx context.Context) (*protocol.Declaration, error) {
-		doc, at, err := c.st.Declaration(ctx, box)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
+// Declaration returns a box's last kept report, the one a request of the
+// box admitted with the token that hashes to tokenHash is judged by, or
+// nil when it never reported; store.ErrNotFound when the box no longer
+// holds that token: the store's DeclarationOfToken, kept under the
+// token's hash, so that a box removed and another added under its name
+// (or its token replaced), which memory has not yet heard of, is judged
+// by neither's report on the other's request. The result is shared and
+// must not be modified.
+func (c *Cache) Declaration(ctx context.Context, box, tokenHash string) (*protocol.Declaration, error) {
+	return cached(ctx, c, "declaration", declKey{box, tokenHash}, &c.decls, nil, nil, func(ctx context.Context) (*protocol.Declaration, error) {
+		doc, at, err := c.st.DeclarationOfToken(ctx, box, tokenHash)
+		if err != nil || doc == nil {
 			return nil, err
 		}
 		d := &protocol.Declaration{}
@@ -45,6 +48,13 @@ func (c *Cache) Declaration(ctx context.Context, box string) (*protocol.Declarat
 		return d, nil
 	})
 }
+
+// declKey is what a report is kept under: its box, and the hash of the
+// token of the request that read it.
+type declKey struct{ box, tokenHash string }
+
+// String names the key in the flight of its read.
+func (k declKey) String() string { return k.box + "\x00" + k.tokenHash }
 
 // Budgeted reports whether box has any budget, its own or a principal's
 // on it: a model call of a box with none reserves nothing, so it need not
@@ -197,4 +207,10 @@ func shared[T any](ctx context.Context, c *Cache, kind string, gen uint64, key s
 // flightKey names the store read of key, of kind, at generation gen.
 func flightKey(kind string, gen uint64, key string) string {
 	return kind + "\x00" + strconv.FormatUint(gen, 10) + "\x00" + key
+}
+
+// dropDecls forgets box's reports, under every token's hash, with c.mu
+// held.
+func dropDecls(c *Cache, box string) {
+	maps.DeleteFunc(c.decls, func(k declKey, _ *protocol.Declaration) bool { return k.box == box })
 }

@@ -442,7 +442,7 @@ func (c *Capability) Forward(w http.ResponseWriter, r *http.Request, box, token,
 		if _, _, err := joinPath(base, tail); err != nil {
 			return capability.Refuse(capability.ReasonInvalid, "%s", err) // a *pathError, for the box
 		}
-		if err := c.checkRules(r, box, token, sec, tail); err != nil {
+		if err := c.checkRules(r, box, token, tokenHash, sec, tail); err != nil {
 			return err
 		}
 	}

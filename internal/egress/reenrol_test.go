@@ -2,6 +2,7 @@ package egress_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,8 +44,12 @@ func TestEgress_RemovedBoxIsNotGivenTheNewBoxsSecret(t *testing.T) {
 			if _, err := br.Server.Cache.BoxByTokenHash(ctx, token.Hash(oldTok)); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := br.Server.Cache.Declaration(ctx, "shop", token.Hash(oldTok)); err != nil {
+				t.Fatal(err)
+			}
 			// Removed and added anew by another process, with its own
-			// secret ECHO, which the broker's memory has not heard of.
+			// secret ECHO and its report, which the broker's memory has
+			// not heard of.
 			u.Deaf.Store(true)
 			newTok, err := token.NewBox()
 			if err != nil {
@@ -64,7 +69,13 @@ func TestEgress_RemovedBoxIsNotGivenTheNewBoxsSecret(t *testing.T) {
 			if err := st.SetSecret(ctx, store.Secret{Box: "shop", Name: secretName, Host: newHost.URL, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
-			br.Report(newTok, brokertest.Entry(protocol.Egress, secretName))
+			doc, err := json.Marshal(protocol.Declaration{Capabilities: []protocol.Capability{brokertest.Entry(protocol.Egress, secretName)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.SaveDeclaration(ctx, "shop", token.Hash(newTok), doc, time.Now()); err != nil {
+				t.Fatal(err)
+			}
 
 			removed := func() {
 				t.Helper()

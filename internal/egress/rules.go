@@ -43,7 +43,7 @@ import (
 // A request no rule allows is still allowed when an approval in force
 // covers it (see package approval), and, when the owner asks about the
 // secret, opens a proposal the refusal names.
-func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Secret, tail string) error {
+func (c *Capability) checkRules(r *http.Request, box, token, tokenHash string, sec store.Secret, tail string) error {
 	if len(sec.Rules) > 0 {
 		whole, split, err := ruleSegments(tail)
 		if err != nil {
@@ -62,7 +62,7 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 				continue
 			}
 			refusal := c.outsideRules(method, box, sec, split)
-			if approved, words := c.ask(r, method, box, token, sec, tail, refusal.Message); !approved {
+			if approved, words := c.ask(r, method, box, token, tokenHash, sec, tail, refusal.Message); !approved {
 				refusal.Message += words
 				return refusal
 			}
@@ -92,12 +92,12 @@ func (c *Capability) checkRules(r *http.Request, box, token string, sec store.Se
 // approvals configured, or when the store fails (logged; the request
 // stays refused), it allows nothing and adds nothing. A proposal never
 // holds the box's token.
-func (c *Capability) ask(r *http.Request, method, box, token string, sec store.Secret, tail, reason string) (bool, string) {
+func (c *Capability) ask(r *http.Request, method, box, token, tokenHash string, sec store.Secret, tail, reason string) (bool, string) {
 	if tail == "" {
 		tail = "/"
 	}
 	return c.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalRule, Secret: sec.Name,
-		Method: method, Path: tail, Host: sec.Host, Reason: reason}, Token: token, Forbidden: []string{token}},
+		Method: method, Path: tail, Host: sec.Host, Reason: reason}, TokenHash: tokenHash, Forbidden: []string{token}},
 		c.log, "egress: approvals unreadable; the request stays refused", "box", box, "secret", sec.Name)
 }
 

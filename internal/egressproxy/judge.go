@@ -72,7 +72,7 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 			refusal.Message += " An address that is not public (loopback, a private network, a cloud's metadata service) is never approved as an unknown host."
 			return t, false, refusal
 		}
-		approved, words := p.ask(ctx, adm.Box.Name, tok, to, refusal.Message)
+		approved, words := p.ask(ctx, adm.Box.Name, tok, adm.TokenHash, to, refusal.Message)
 		if approved {
 			// Approved: a passthrough tunnel, on the passthrough rule
 			// (no secret of the box pinned to the host, on any port),
@@ -100,12 +100,12 @@ func (p *Proxy) judge(ctx context.Context, tok string, from netip.Addr, to targe
 // and otherwise the words its refusal adds when the box's owner asks
 // about unknown hosts. Only https targets are asked about; a store that
 // fails leaves the CONNECT refused (logged).
-func (p *Proxy) ask(ctx context.Context, box, tok string, to target, reason string) (bool, string) {
+func (p *Proxy) ask(ctx context.Context, box, tok, tokenHash string, to target, reason string) (bool, string) {
 	if to.scheme != "https" {
 		return false, ""
 	}
 	return p.cfg.Approvals.Ask(ctx, approval.Attempt{Attempt: store.Attempt{Box: box, Kind: store.ProposalHost, Method: http.MethodConnect, Host: to.addr(),
-		Reason: reason}, Token: tok, Forbidden: []string{tok}},
+		Reason: reason}, TokenHash: tokenHash, Forbidden: []string{tok}},
 		p.log, "proxy: approvals unreadable; the CONNECT stays refused", "box", box, "addr", to.addr())
 }
 

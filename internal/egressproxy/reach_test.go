@@ -23,6 +23,7 @@ import (
 	"github.com/intentius/boxbroker/internal/egressproxy"
 	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // TestProxy_ApprovedHostIsNeverReachedAtAPrivateAddress: a box asks for
@@ -293,7 +294,7 @@ func TestProxy_RefusedConnectsAreHeldToTheBoxsRate(t *testing.T) {
 func approveHost(t *testing.T, f *fixture, addr string) {
 	t.Helper()
 	v, err := f.b.Server.Approvals.Refused(t.Context(), approval.Attempt{Attempt: store.Attempt{Box: "shop", Kind: store.ProposalHost,
-		Method: http.MethodConnect, Host: addr, Reason: "test"}, Token: f.token})
+		Method: http.MethodConnect, Host: addr, Reason: "test"}, TokenHash: token.Hash(f.token)})
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("open a proposal for %s: %+v, %v", addr, v, err)
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
-	"github.com/intentius/boxbroker/internal/token"
 )
 
 // Scope words of the feedback capability.
@@ -176,7 +175,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 	proxy.ScrubTokensInPlace(body)
 	added, err := c.cfg.Store.AddFeedback(r.Context(), store.FeedbackBatch{
 		Box: call.Box.Name, At: c.cfg.Now().UTC(), Words: call.Words, Body: body,
-	}, token.Hash(call.Token), c.cfg.Bound)
+	}, call.TokenHash, c.cfg.Bound)
 	if errors.Is(err, store.ErrGraceEnded) || errors.Is(err, store.ErrTokenExpired) {
 		// Admitted within its token's grace or lifetime, kept past it.
 		return capability.Refuse(capability.ReasonExpired,

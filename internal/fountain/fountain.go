@@ -241,7 +241,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.NotFound(r)
 	}
 	if rt.ID != "" {
-		if err := c.own(r.Context(), cl.Box.Name, cl.TokenHash, rt.Family.Kind, rt.ID, "the path"); err != nil {
+		if err := c.own(r.Context(), cl, rt.Family.Kind, rt.ID, "the path"); err != nil {
 			return err
 		}
 	}
@@ -257,7 +257,7 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, cl *capabilit
 		return capability.TooLarge(c.cfg.MaxBody)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBody)
-	body, err := c.checkRequest(r.Context(), cl.Box.Name, cl.TokenHash, r)
+	body, err := c.checkRequest(r.Context(), cl, r)
 	if err != nil {
 		return err
 	}
@@ -383,7 +383,7 @@ func (c *Capability) record(resp *http.Response, cl *call) error {
 	// meanwhile did not start it, and is not to own it.
 	err = c.cfg.Resources.AddBoxResource(resp.Request.Context(), store.Resource{
 		Box: cl.box, Kind: store.ResourceConversation, ID: id, At: c.cfg.Now().UTC(),
-	}, token.Hash(cl.token))
+	}, cl.tokenHash)
 	switch {
 	case errors.Is(err, store.ErrGraceEnded) || errors.Is(err, store.ErrTokenExpired):
 		// Admitted within its token's grace or lifetime, recorded past it.

@@ -167,9 +167,10 @@ func walkJSON(d *json.Decoder, kind, member string, out []named) ([]named, error
 }
 
 // checkRequest returns a refusal unless every id r names in its query
-// and its body is box's (own, for the token whose hash is tokenHash). It reads a body of up to MaxChecked bytes whole
-// to do so, and puts what it read back; it returns the body to forward.
-func (c *Capability) checkRequest(ctx context.Context, box, tokenHash string, r *http.Request) (io.ReadCloser, error) {
+// and its body is the box's that cl admitted (own). It reads a body of
+// up to MaxChecked bytes whole to do so, and puts what it read back; it
+// returns the body to forward.
+func (c *Capability) checkRequest(ctx context.Context, cl *capability.Call, r *http.Request) (io.ReadCloser, error) {
 	// A query or form Go's parser does not read whole (a ";" between
 	// pairs, a "%" that escapes nothing) is refused: another parser
 	// reads it otherwise (Rack splits at ";"), and finds ids in it that
@@ -247,7 +248,7 @@ func (c *Capability) checkRequest(ctx context.Context, box, tokenHash string, r 
 		body = proxy.PutBack(held, body)
 	}
 	for _, n := range ids {
-		if err := c.own(ctx, box, tokenHash, n.kind, n.id, n.where); err != nil {
+		if err := c.own(ctx, cl, n.kind, n.id, n.where); err != nil {
 			return nil, err
 		}
 	}
@@ -321,18 +322,24 @@ func looksJSON(b []byte) bool {
 	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
 }
 
-// own returns nil when kind/id is recorded as box's, and a 403 otherwise.
-// The owner is read while the box holds the token its request was
-// admitted with (whose hash is tokenHash): a request of a box removed,
-// or whose token was replaced, since (or admitted from memory not yet
-// told of it) finds no id of the box added under its name to be its
-// own. where says where the request names it; the message holds the id
-// with any token in it replaced, as the audit log keeps it.
-func (c *Capability) own(ctx context.Context, box, tokenHash, kind, id, where string) error {
-	owner, err := c.cfg.Resources.ResourceOwnerOfToken(ctx, box, tokenHash, kind, id)
+// own returns nil when kind/id is recorded as the box's that cl
+// admitted, and a 403 otherwise. The owner is read while the box holds
+// the token its request was admitted with (cl.TokenHash): a request of a
+// box removed, or whose token was replaced, since (or admitted from
+// memory not yet told of it) finds no id of the box added under its name
+// to be its own, and is refused as one of a removed box (or of a token
+// that is no box's: capability.TokenGone). where says where the request
+// names it; the message holds the id with any token in it replaced, as
+// the audit log keeps it.
+func (c *Capability) own(ctx context.Context, cl *capability.Call, kind, id, where string) error {
+	box := cl.Box.Name
+	owner, err := c.cfg.Resources.ResourceOwnerOfToken(ctx, box, cl.TokenHash, kind, id)
 	shown, _ := proxy.ScrubTokens(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		if err := c.tokenGone(ctx, cl); err != nil {
+			return err
+		}
 		how := fmt.Sprintf("the operator assigns one to a box with `boxbroker box assign %s %s %s`", box, kind, shown)
 		if kind == store.ResourceConversation {
 			how = "a conversation is recorded as a box's when the box starts it through this broker"
@@ -437,4 +444,19 @@ func isMine(v any, mine map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// tokenGone returns capability.TokenGone when the box cl admitted no
+// longer holds the token it was admitted with (removed, or its token
+// replaced), which is why an id was not found as its own; nil when it
+// still does, and capability.Unavailable when the store does not answer.
+func (c *Capability) tokenGone(ctx context.Context, cl *capability.Call) error {
+	now, err := c.cfg.Resources.Box(ctx, cl.Box.Name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return capability.Unavailable(err)
+	}
+	if err == nil && now.CreatedAt.Equal(cl.Box.CreatedAt) && (now.TokenHash == cl.TokenHash || now.OldTokenHash == cl.TokenHash) {
+		return nil
+	}
+	return capability.TokenGone(ctx, c.cfg.Resources, cl.Box)
 }

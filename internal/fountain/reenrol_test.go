@@ -88,8 +88,9 @@ func TestFountain_ConversationOfARemovedBoxIsNotTheNewOnes(t *testing.T) {
 // TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds: a box removed, and a
 // new one added under its name and assigned a sandbox, while the
 // broker's memory still admits the removed box's token: the removed
-// box's request naming the sandbox is refused as not its own, nothing
-// reaching Fountain, and its listing keeps none of the new box's ids.
+// box's request naming the sandbox is refused as a removed box's (not
+// as one naming an id of no box's), nothing reaching Fountain, and its
+// listing keeps none of the new box's ids.
 func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
 	u := brokertest.NewUnheard(t)
 	st := u.Store
@@ -110,7 +111,7 @@ func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
 	if _, err := br.Server.Cache.BoxByTokenHash(ctx, token.Hash(old)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := br.Server.Cache.Declaration(ctx, "alpha"); err != nil {
+	if _, err := br.Server.Cache.Declaration(ctx, "alpha", token.Hash(old)); err != nil {
 		t.Fatal(err)
 	}
 	// Removed and added anew by another process, and assigned a
@@ -134,8 +135,8 @@ func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
 			body = []byte(req.body)
 		}
 		resp := br.Do(req.method, req.path, old, body, http.Header{"Content-Type": {"application/json"}})
-		if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || !strings.Contains(msg, "is not this box's") {
-			t.Errorf("%s %s of the removed box = %d %s, want 403 not its own", req.method, req.path, resp.StatusCode, resp.Body)
+		if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || msg != "The box was removed from this broker." {
+			t.Errorf("%s %s of the removed box = %d %s, want 403 removed", req.method, req.path, resp.StatusCode, resp.Body)
 		}
 	}
 	if n := len(br.Fountain.Seen()); n != 0 {

@@ -42,7 +42,7 @@ func TestInference_RemovedBoxIsNotPaidByTheNewOwner(t *testing.T) {
 	if _, err := b.Server.Cache.BoxByTokenHash(ctx, token.Hash(old)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Server.Cache.Declaration(ctx, "alpha"); err != nil {
+	if _, err := b.Server.Cache.Declaration(ctx, "alpha", token.Hash(old)); err != nil {
 		t.Fatal(err)
 	}
 	// Removed and added anew by another process, the new box's owner

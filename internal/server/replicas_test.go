@@ -324,6 +324,13 @@ func (o *outage) Declaration(ctx context.Context, box string) ([]byte, time.Time
 	return o.Store.Declaration(ctx, box)
 }
 
+func (o *outage) DeclarationOfToken(ctx context.Context, box, tokenHash string) ([]byte, time.Time, error) {
+	if err := o.check("declaration"); err != nil {
+		return nil, time.Time{}, err
+	}
+	return o.Store.DeclarationOfToken(ctx, box, tokenHash)
+}
+
 func (o *outage) SaveDeclaration(ctx context.Context, box, tokenHash string, doc []byte, at time.Time) (store.KeptDeclaration, error) {
 	if err := o.check("save declaration"); err != nil {
 		return store.KeptDeclaration{}, err

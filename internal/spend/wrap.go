@@ -206,7 +206,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			// The attempt names its payer: an approval lets only a call
 			// of that payer past the budget.
 			approved, words := c.m.cfg.Approvals.Ask(r.Context(), approval.Attempt{Attempt: store.Attempt{Box: s.box, Kind: store.ProposalBudget, Model: keptModel(s.est.Model, "", nil), Amount: s.bound,
-				Payer: protocol.FormatPayerHeader(paid.Payer), Reason: refusal.Message}, Token: call.Token, Forbidden: []string{call.Token}}, c.m.log, "spend: approvals unreadable; the call stays refused", "box", s.box)
+				Payer: protocol.FormatPayerHeader(paid.Payer), Reason: refusal.Message}, TokenHash: call.TokenHash, Forbidden: []string{call.Token}}, c.m.log, "spend: approvals unreadable; the call stays refused", "box", s.box)
 			if !approved {
 				refusal.Message += words
 				return refuse(refusal)

@@ -257,6 +257,16 @@ type Declarations interface {
 	// Declaration returns the box's last kept report and when it was taken,
 	// or ErrNotFound if it never reported.
 	Declaration(ctx context.Context, box string) (doc []byte, at time.Time, err error)
+	// DeclarationOfToken is Declaration for a request of box admitted
+	// with the token that hashes to tokenHash, the report the rule
+	// judges it by: read while the box holds that token (its token,
+	// before its expiry, or the one before its last rotation, within
+	// the grace, by the database's clock), in the same statement, and
+	// ErrNotFound otherwise, so that a request of a box removed, or
+	// whose token was replaced, since it was admitted is judged by no
+	// report of the box added under its name. A box holding the token
+	// that never reported has doc nil, and no error.
+	DeclarationOfToken(ctx context.Context, box, tokenHash string) (doc []byte, at time.Time, err error)
 }
 
 // Credential is one sealed credential. ID names whose it is: "anthropic"

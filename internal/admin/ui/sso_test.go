@@ -22,6 +22,7 @@ import (
 	"github.com/intentius/boxbroker/internal/sso"
 	"github.com/intentius/boxbroker/internal/sso/ssotest"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
 )
 
 // ssoBroker is a broker whose owner's page signs in with the stand-in
@@ -393,7 +394,7 @@ func TestSSO_DecisionNamesThePerson(t *testing.T) {
 	}
 	open := func(host string) string {
 		v, err := s.b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost,
-			Method: http.MethodConnect, Host: host, Reason: "no secret"}, Token: s.token})
+			Method: http.MethodConnect, Host: host, Reason: "no secret"}, TokenHash: token.Hash(s.token)})
 		if err != nil || v.Proposal.ID == "" {
 			t.Fatalf("open a proposal for %s: %+v, %v", host, v, err)
 		}
@@ -427,7 +428,7 @@ func TestSSO_UnverifiedEmailNamesNoActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.b.Server.Approvals.Refused(ctx, approval.Attempt{Attempt: store.Attempt{Box: "alpha", Kind: store.ProposalHost,
-		Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}, Token: s.token})
+		Method: http.MethodConnect, Host: "one.example:443", Reason: "no secret"}, TokenHash: token.Hash(s.token)})
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("open a proposal: %+v, %v", v, err)
 	}

@@ -260,3 +260,18 @@ func (s *Store) Declaration(ctx context.Context, box string) ([]byte, time.Time,
 	}, box)
 	return d.Doc, d.At, err
 }
+
+// DeclarationOfToken returns the last report kept for the box named box,
+// read while it holds the token that hashes to tokenHash (tokenHeld), and
+// when it was taken: doc nil if it never reported, store.ErrNotFound if
+// no box of that name holds the token.
+func (s *Store) DeclarationOfToken(ctx context.Context, box, tokenHash string) ([]byte, time.Time, error) {
+	d, err := one(ctx, s, func() string { return fmt.Sprintf("declaration of box %q", box) },
+		"SELECT d.doc, d.at FROM (SELECT 1 AS one) AS held LEFT JOIN declarations d ON d.box = $1 WHERE "+s.tokenHeld("$1", "$2"),
+		func(r Scanner) (store.KeptDeclaration, error) {
+			var d store.KeptDeclaration
+			err := r.Scan(&d.Doc, Time(&d.At))
+			return d, err
+		}, box, tokenHash)
+	return d.Doc, d.At, err
+}

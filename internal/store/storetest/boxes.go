@@ -249,6 +249,58 @@ func testDeclarationAsTheTokenExpires(t *testing.T, s store.Store) {
 	must(t, "SaveDeclaration(alpha) with its token, before its expiry", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-3"), []byte(kept), at(3))))
 }
 
+// testDeclarationOfToken: the report a request is judged by is read
+// only while its box holds the token it was admitted with: a box that
+// never reported has none (doc nil, no error); the token of a box
+// removed, of another box, replaced with no grace, past its grace or its
+// expiry reads nothing (ErrNotFound), and never the report of the box
+// added under the name since; the token before a rotation, within the
+// grace, reads the box's report as its new token does.
+func testDeclarationOfToken(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	reads := func(call, tokenHash, want string) {
+		t.Helper()
+		doc, at, err := s.DeclarationOfToken(ctx, "alpha", tokenHash)
+		if err != nil || string(doc) != want || (doc == nil) != (want == "") || at.IsZero() != (want == "") {
+			t.Errorf("DeclarationOfToken(alpha) %s = %q, %v, %v; want %q", call, doc, at, err, want)
+		}
+	}
+	readsNone := func(call, tokenHash string) {
+		t.Helper()
+		wantErr(t, "DeclarationOfToken(alpha) "+call, third(s.DeclarationOfToken(ctx, "alpha", tokenHash)), store.ErrNotFound)
+	}
+	old := mustCreateBox(t, s, "alpha")
+	mustCreateBox(t, s, "beta")
+	reads("before any report", old.TokenHash, "")
+	oldDoc := `{"capabilities":[],"listing":{"title":"Old"}}`
+	must(t, "SaveDeclaration(alpha)", second(s.SaveDeclaration(ctx, "alpha", old.TokenHash, []byte(oldDoc), at(1))))
+	reads("with its token", old.TokenHash, oldDoc)
+	readsNone("with beta's token", tokenOf("beta"))
+	readsNone("with no box's token", hash("nobody"))
+
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	readsNone("of a removed box", old.TokenHash)
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(2), PayerKind: "shared"}))
+	reads("of the new box, before any report", hash("token-alpha-2"), "")
+	newDoc := `{"capabilities":[],"listing":{"title":"New"}}`
+	must(t, "SaveDeclaration(alpha) of the new box", second(s.SaveDeclaration(ctx, "alpha", hash("token-alpha-2"), []byte(newDoc), at(3))))
+	readsNone("with the removed box's token, the new box reported", old.TokenHash)
+	reads("of the new box", hash("token-alpha-2"), newDoc)
+
+	must(t, "ReplaceToken(alpha) with a grace", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-3"), GraceUntil: time.Now().Add(time.Hour)}))
+	reads("with its token before the rotation, within the grace", hash("token-alpha-2"), newDoc)
+	reads("with its new token", hash("token-alpha-3"), newDoc)
+	// The grace ended a second ago by the machine's clock, which the
+	// database's is.
+	must(t, "ReplaceToken(alpha) past the grace", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-4"), GraceUntil: time.Now().Add(-time.Second)}))
+	readsNone("with its token before the rotation, past the grace", hash("token-alpha-3"))
+	must(t, "RotateToken(alpha) with no grace", s.RotateToken(ctx, "alpha", hash("token-alpha-5")))
+	readsNone("with its token before a rotation with no grace", hash("token-alpha-4"))
+	reads("with its token after a rotation with no grace", hash("token-alpha-5"), newDoc)
+	must(t, "ReplaceToken(alpha) expired", s.ReplaceToken(ctx, "alpha", store.Rotation{Hash: hash("token-alpha-6"), TTL: time.Minute, ExpiresAt: time.Now().Add(-time.Second)}))
+	readsNone("with its token, past its expiry", hash("token-alpha-6"))
+}
+
 // lateReportRefused saves a report for alpha with tok, whose time has
 // just ended (what says how), and checks that it is refused with want
 // (an ErrNotFound) and leaves the kept report and the change log as they

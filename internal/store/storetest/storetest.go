@@ -76,7 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"AuditCosts", testAuditCosts},
 		{"PromptCache", testPromptCache}, {"PromptCacheReplicaAhead", testPromptCacheReplicaAhead},
 		{"DeclarationOfAReenrolledBox", testDeclarationOfAReenrolledBox}, {"DeclarationAsTheGraceEnds", testDeclarationAsTheGraceEnds},
-		{"DeclarationAsTheTokenExpires", testDeclarationAsTheTokenExpires},
+		{"DeclarationAsTheTokenExpires", testDeclarationAsTheTokenExpires}, {"DeclarationOfToken", testDeclarationOfToken},
 		{"Proposals", testProposals}, {"ConcurrentProposals", testConcurrentProposals}, {"ProposalOfAReenrolledBox", testProposalOfAReenrolledBox},
 		{"ApprovalsOfAReenrolledBox", testApprovalsOfAReenrolledBox},
 		{"FeedbackOfAReenrolledBox", testFeedbackOfAReenrolledBox},
