@@ -8,11 +8,15 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 )
 
-// batchKey is what one batched settlement charges, and whether its
-// calls' records are in the journal (bare: not), so that a batch the
-// journal names holds only records it holds.
+// batchKey is what one batched settlement charges — the box as its
+// calls named it (their store.Settlement's BoxCreated, in UTC with no
+// monotonic reading, so that equal times are equal keys: a box removed
+// and one added under its name are two), its principal and month — and
+// whether its calls' records are in the journal (bare: not), so that a
+// batch the journal names holds only records it holds.
 type batchKey struct {
 	box, principal, month string
+	created               time.Time
 	bare                  bool
 }
 
@@ -79,13 +83,13 @@ func (o *Outbox) queue(e *store.AuditEntry, st *store.Settlement) uint64 {
 // add adds st, journaled as record seq (0: not journaled), to the next
 // batch; o.mu is held.
 func (o *Outbox) add(st store.Settlement, seq uint64) {
-	k := batchKey{st.Box, st.Principal, st.Month, seq == 0}
+	k := batchKey{st.Box, st.Principal, st.Month, st.BoxCreated.UTC().Round(0), seq == 0}
 	if seq != 0 {
 		o.seqs[k] = append(o.seqs[k], seq)
 	}
 	p := o.pending[k]
 	if p == nil {
-		p = &store.Settlement{Box: st.Box, Principal: st.Principal, Month: st.Month}
+		p = &store.Settlement{Box: st.Box, BoxCreated: k.created, Principal: st.Principal, Month: st.Month}
 		o.pending[k] = p
 	}
 	p.Charge = store.AddCapped(p.Charge, st.Charge)

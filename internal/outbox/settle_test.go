@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,44 @@ func TestQueue_MergesByBoxPrincipalMonth(t *testing.T) {
 	}
 	if got := len(st.settled()); got != n+1 {
 		t.Errorf("Settle after RunBatches stopped: %d settlements, want %d", got, n+1)
+	}
+}
+
+// TestQueue_KeepsApartTheBoxesOfOneName: calls queued of a box removed
+// and of the box added under its name (the same name, enrolled at
+// another time) are settled apart, each naming its own box, so that
+// the store charges the removed box's to neither; calls of one box
+// merge whatever zone their box's time is written in. A settlement
+// journaled without the box's time (as before it was kept) is read
+// back naming none.
+func TestQueue_KeepsApartTheBoxesOfOneName(t *testing.T) {
+	removed := time.Date(2026, 10, 3, 14, 30, 15, 123456000, time.UTC)
+	added := removed.Add(time.Minute)
+	of := func(created time.Time, cost int64) store.Settlement {
+		s := usage("salad", "claude-sonnet-4-5", 1, 1, 1, cost)
+		s.BoxCreated = created
+		return s
+	}
+	o, st, stop := batching(t)
+	for _, s := range []store.Settlement{of(removed, 1), of(added, 10), of(removed.In(time.FixedZone("CEST", 2*60*60)), 100)} {
+		if !o.QueueCall(context.Background(), s) {
+			t.Fatalf("QueueCall(%+v) = false while batching", s)
+		}
+	}
+	stop()
+	charged := map[time.Time]int64{}
+	for _, s := range st.settled() {
+		charged[s.BoxCreated] += s.Charge
+	}
+	if want := map[time.Time]int64{removed: 101, added: 10}; len(charged) != 2 || charged[removed] != 101 || charged[added] != 10 {
+		t.Errorf("charged by the box's enrolment = %v, want %v", charged, want)
+	}
+
+	var l struct {
+		T *store.Settlement `json:"t"`
+	}
+	if err := json.Unmarshal([]byte(`{"t":{"Reservation":0,"Box":"salad","Principal":"","Month":"2026-10","Charge":5,"Usage":null}}`), &l); err != nil || l.T == nil || !l.T.BoxCreated.IsZero() || l.T.Charge != 5 {
+		t.Errorf("a settlement journaled without its box's time = %+v, %v; want it read, naming none", l.T, err)
 	}
 }
 

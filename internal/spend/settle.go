@@ -13,9 +13,12 @@ import (
 // settlement is what a metered request settles.
 type settlement struct {
 	box, payer, principal, month string
-	id                           int64
-	est                          Estimate
-	bound                        int64
+	// created is the box's CreatedAt as the call was admitted: the box
+	// reserved for and charged, and no other of its name.
+	created time.Time
+	id      int64
+	est     Estimate
+	bound   int64
 	// body, when not nil, makes est and bound as the call settles: it
 	// reserved nothing, and its body was read only as it was forwarded.
 	body *bodyScan
@@ -144,7 +147,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	if s.id == 0 && len(rows) == 0 {
 		return // nothing held, nothing spent
 	}
-	st := store.Settlement{Reservation: s.id, Box: s.box, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache, At: m.cfg.Now()}
+	st := store.Settlement{Reservation: s.id, Box: s.box, BoxCreated: s.created, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache, At: m.cfg.Now()}
 	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}

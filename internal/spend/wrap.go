@@ -183,7 +183,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 		principal = *paid.Payer.Principal
 	}
 	now := c.m.cfg.Now().UTC()
-	s := settlement{box: call.Box.Name, payer: paid.Payer.Kind, principal: principal, month: c.m.month(now), est: e.Estimate}
+	s := settlement{box: call.Box.Name, created: call.Box.CreatedAt, payer: paid.Payer.Kind, principal: principal, month: c.m.month(now), est: e.Estimate}
 	if err := c.m.admitRate(w, &s); err != nil {
 		return refuse(err)
 	}
@@ -196,7 +196,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 				return refuse(err)
 			}
 		}
-		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, Principal: principal, Month: s.month, Amount: s.bound, WindowAt: c.m.cfg.Now()})
+		s.id, err = c.m.cfg.Store.Reserve(r.Context(), store.Reservation{Box: s.box, BoxCreated: s.created, Principal: principal, Month: s.month, Amount: s.bound, WindowAt: c.m.cfg.Now()})
 		var obe *store.OverBudgetError
 		if errors.As(err, &obe) {
 			refusal := OverBudget(obe, s.bound)

@@ -103,6 +103,14 @@ type Reservation struct {
 	// (as a settlement's At); zero: At, or the replica's clock when At
 	// is zero too.
 	WindowAt time.Time
+	// BoxCreated, when not zero, is the CreatedAt of the box as its call
+	// was admitted: the box named Box that was enrolled then is the one
+	// held to its budgets, and no other. A box added under its name since
+	// that box was removed is another box: nothing is held against it,
+	// and Reserve returns 0 as for a box with no budget (a rotation of
+	// the box's token leaves it the same box). Zero: whichever box has
+	// the name.
+	BoxCreated time.Time
 }
 
 // Settlement ends one call: it releases its reservation (Reservation is
@@ -121,6 +129,15 @@ type Settlement struct {
 	// At is when the call ended: the window budgets' buckets it is
 	// charged to are told by it (zero: when it is applied).
 	At time.Time `json:",omitzero"`
+	// BoxCreated, when not zero, is the CreatedAt of the box as its call
+	// was admitted (its Reservation's BoxCreated): the settlement is
+	// that box's, and charges no other. One of a box removed since, and
+	// another added under its name, charges nothing and adds no usage
+	// (its reservation went with the box it was held against), as one
+	// of a box removed; a rotation of the box's token leaves it the same
+	// box. Zero (a settlement kept without it): whichever box has the
+	// name.
+	BoxCreated time.Time `json:",omitzero"`
 }
 
 // ErrOverBudget is what Reserve's *OverBudgetError matches with errors.Is.
@@ -173,6 +190,8 @@ type Spend interface {
 	Reserve(ctx context.Context, r Reservation) (int64, error)
 	// Settle applies s in one transaction. A reservation already released
 	// (by ReleaseExpired) is not an error: the charge is made all the same.
+	// ErrNotFound, and nothing applied, when s's box is gone (or is
+	// another than s.BoxCreated names).
 	Settle(ctx context.Context, s Settlement) error
 	// ReleaseExpired releases every reservation stamped, or last renewed,
 	// more than lease ago (those of a process that ended mid-call) by the

@@ -19,6 +19,7 @@ type Spooled interface {
 	// Settle writes one, and its audit entries — in one transaction,
 	// together with its key, unless a batch with that key was applied
 	// already; it reports whether it applied the batch now. A
-	// settlement of a box removed since is dropped.
+	// settlement of a box removed since (or of a box another than its
+	// BoxCreated names) is dropped.
 	ApplySpooled(ctx context.Context, key string, settle []Settlement, audit []AuditEntry) (bool, error)
 }

@@ -18,6 +18,7 @@ type dialect struct{ s *Store }
 func (dialect) Time(t time.Time) any { return t.UTC() }
 func (dialect) Collate() string      { return ` COLLATE "C"` }
 func (dialect) ForUpdate() string    { return " FOR UPDATE" }
+func (dialect) ForKeyShare() string  { return " FOR KEY SHARE" }
 func (dialect) Check() error         { return nil }
 func (dialect) Committed()           {}
 

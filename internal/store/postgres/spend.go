@@ -33,6 +33,8 @@ func (spendTx) Time(t time.Time) any { return t.UTC() }
 
 func (spendTx) Now(ago time.Duration) string { return dialect{}.Now(ago) }
 
+func (spendTx) ForKeyShare() string { return dialect{}.ForKeyShare() }
+
 func (t spendTx) Each(ctx context.Context, query string, args []any, row func(sqlstore.Scanner) error) error {
 	rows, err := t.tx.Query(ctx, query, args...)
 	if err != nil {

@@ -19,6 +19,7 @@ type dialect struct{ s *Store }
 func (dialect) Time(t time.Time) any { return sqlstore.Micros(t) }
 func (dialect) Collate() string      { return "" }
 func (dialect) ForUpdate() string    { return "" }
+func (dialect) ForKeyShare() string  { return "" }
 func (d dialect) Check() error       { return d.s.goneErr() }
 func (d dialect) Committed()         { d.s.listeners.notify() }
 

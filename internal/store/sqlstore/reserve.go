@@ -34,6 +34,7 @@ import (
 // The statements a settlement runs; see SpendStatements.
 const (
 	boxThere      = "SELECT 1 FROM boxes WHERE name = $1"
+	boxIs         = "SELECT 1 FROM boxes WHERE name = $1 AND created_at = $2" // the box enrolled at $2 (Settlement.BoxCreated)
 	releaseDelete = "DELETE FROM reservations WHERE id = $1 RETURNING box, principal, month, amount"
 	releaseUpdate = `UPDATE tallies SET reserved = CASE WHEN reserved > $1 THEN reserved - $1 ELSE 0 END
 		WHERE box = $2 AND principal = $3 AND month = $4`
@@ -70,6 +71,11 @@ const (
 	limitsSelect = `SELECT (SELECT limit_micros FROM budgets WHERE box = $1 AND principal = ''),
 		(SELECT limit_micros FROM budgets WHERE box = $1 AND principal = $2),
 		(SELECT COUNT(*) FROM window_budgets WHERE box = $1 AND (principal = '' OR principal = $2))`
+	// limitsOf is limitsSelect of the box named $1 enrolled at $3 alone
+	// (store.Reservation's BoxCreated): no row when the box of that name
+	// is another, or there is none.
+	limitsOf = limitsSelect + `
+		FROM boxes WHERE name = $1 AND created_at = $3`
 	tallyEnsure   = "INSERT INTO tallies (box, principal, month) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
 	reserveAny    = "UPDATE tallies SET reserved = reserved + $1 WHERE box = $2 AND principal = $3 AND month = $4"
 	reserveWithin = `UPDATE tallies SET reserved = reserved + $1
@@ -89,8 +95,8 @@ func reservationInsert(now string) string {
 // (SQLite) prepares once (Prepare), for SpendTx to run them prepared; now
 // is the dialect's Now(0).
 func SpendStatements(now string) []string {
-	return append([]string{boxThere, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert,
-		limitsSelect, tallyEnsure, reserveAny, reserveWithin, reservationInsert(now)}, windowStatements()...)
+	return append([]string{boxThere, boxIs, releaseDelete, releaseUpdate, tallyUpsert, usageUpsert, cacheUpsert, hourUpsert,
+		limitsSelect, limitsOf, tallyEnsure, reserveAny, reserveWithin, reservationInsert(now)}, windowStatements()...)
 }
 
 // principals are the tallies a call of principal is charged to: the box's
@@ -102,12 +108,27 @@ func principals(principal string) []string {
 	return []string{"", principal}
 }
 
-// limits returns the limit of the box's own monthly budget and of
-// principal's on it, each nil when there is none, and how many window
-// budgets apply (store.Windows).
-func limits(ctx context.Context, tx SpendTx, box, principal string) (own, of *int64, windows int64, err error) {
-	err = tx.QueryRow(ctx, limitsSelect, box, principal).Scan(&own, &of, &windows)
-	if principal == "" {
+// limits returns the limit of r's box's own monthly budget and of
+// r.Principal's on it, each nil when there is none, and how many window
+// budgets apply (store.Windows). With r.BoxCreated set they are the
+// box's enrolled then, and none when the box of that name is another
+// (or there is none); the box's row is then kept (ForKeyShare) until tx
+// commits, so that the box whose tallies the reservation raises next is
+// the one read here: neither removed nor replaced meanwhile.
+func limits(ctx context.Context, tx SpendTx, r store.Reservation) (own, of *int64, windows int64, err error) {
+	if r.BoxCreated.IsZero() {
+		err = tx.QueryRow(ctx, limitsSelect, r.Box, r.Principal).Scan(&own, &of, &windows)
+	} else {
+		q := limitsOf
+		if lock := tx.ForKeyShare(); lock != "" {
+			q += lock
+		}
+		err = tx.QueryRow(ctx, q, r.Box, r.Principal, tx.Time(r.BoxCreated)).Scan(&own, &of, &windows)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, 0, nil
+		}
+	}
+	if r.Principal == "" {
 		of = nil
 	}
 	return own, of, windows, err
@@ -116,22 +137,23 @@ func limits(ctx context.Context, tx SpendTx, box, principal string) (own, of *in
 // budgeted reports whether any budget applies to a call of box paid by
 // principal.
 func budgeted(ctx context.Context, tx SpendTx, box, principal string) (bool, error) {
-	own, of, windows, err := limits(ctx, tx, box, principal)
+	own, of, windows, err := limits(ctx, tx, store.Reservation{Box: box, Principal: principal})
 	return own != nil || of != nil || windows > 0, err
 }
 
 // ReserveIn holds r.Amount against the budgets that apply to r in tx, and
 // returns the reservation's ID; 0 when no budget applies (nothing is
-// held), and an *store.OverBudgetError naming the first budget it would
-// pass (nothing is held then either, once tx is rolled back). The
-// reservation is stamped r.At, or the database's clock when r.At is zero.
+// held: none applies to a box other than r.BoxCreated names), and an
+// *store.OverBudgetError naming the first budget it would pass (nothing
+// is held then either, once tx is rolled back). The reservation is
+// stamped r.At, or the database's clock when r.At is zero.
 func ReserveIn(ctx context.Context, tx SpendTx, r store.Reservation) (int64, error) {
-	own, of, windows, err := limits(ctx, tx, r.Box, r.Principal)
+	own, of, windows, err := limits(ctx, tx, r)
 	if err != nil {
 		return 0, err
 	}
 	if own == nil && of == nil && windows == 0 {
-		return 0, nil // removed meanwhile
+		return 0, nil // removed meanwhile, or another box of its name
 	}
 	for _, p := range principals(r.Principal) {
 		if _, err := tx.Exec(ctx, tallyEnsure, r.Box, p, r.Month); err != nil {
@@ -208,31 +230,70 @@ func releaseBy(ctx context.Context, tx SpendTx, del string, id int64) (bool, err
 
 // settleMany applies batch in tx, leaving what settle of each in turn
 // would, except that the settlements of a box that is gone are skipped
-// (the box was removed since the calls; nothing is left to charge). It
-// asks once whether each box is there, releases each reservation in
-// turn, and then runs one upsert per tally, usage row, month's and hour's
+// (the box was removed since the calls; nothing is left to charge), as
+// are those of a box other than their BoxCreated names (one added under
+// the name of the box removed, which made none of the calls). It asks
+// once whether each box is there, releases each reservation in turn,
+// and then runs one upsert per tally, usage row, month's and hour's
 // prompt-cache row the batch touches, with the batch's sums: a few
 // statements per box rather than five or so per call.
 func settleMany(ctx context.Context, tx SpendTx, batch []store.Settlement, now time.Time, dbHour int64) error {
-	there := make(map[string]bool)
+	there := make(map[enrolment]bool)
 	for _, st := range batch {
-		there[st.Box] = false
+		there[enrolmentOf(st)] = false
 	}
-	for _, box := range slices.Sorted(maps.Keys(there)) {
-		var one int
-		err := tx.QueryRow(ctx, boxThere, box).Scan(&one)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+	for _, e := range slices.SortedFunc(maps.Keys(there), func(a, b enrolment) int {
+		return cmp.Or(strings.Compare(a.box, b.box), a.created.Compare(b.created))
+	}) {
+		ok, err := present(ctx, tx, e)
+		if err != nil {
 			return err
 		}
-		there[box] = err == nil
+		there[e] = ok
 	}
 	kept := make([]store.Settlement, 0, len(batch))
 	for _, st := range batch {
-		if there[st.Box] {
+		if there[enrolmentOf(st)] {
 			kept = append(kept, st)
 		}
 	}
 	return settle(ctx, tx, kept, now, dbHour)
+}
+
+// enrolment is a box as a settlement names it: by its name, and when
+// it was enrolled (store.Settlement's BoxCreated; zero: whichever box
+// has the name), in UTC with no monotonic reading, so that equal times
+// are equal keys.
+type enrolment struct {
+	box     string
+	created time.Time
+}
+
+// enrolmentOf is the box st names.
+func enrolmentOf(st store.Settlement) enrolment {
+	return enrolment{st.Box, st.BoxCreated.UTC().Round(0)}
+}
+
+// present reports whether the box e names is there, in tx: the box of
+// its name, enrolled at e.created when that is not zero, whose row is
+// then kept (ForKeyShare) until tx commits, so that the box charged is
+// the one found here: neither removed nor replaced meanwhile.
+func present(ctx context.Context, tx SpendTx, e enrolment) (bool, error) {
+	var one int
+	var err error
+	if e.created.IsZero() {
+		err = tx.QueryRow(ctx, boxThere, e.box).Scan(&one)
+	} else {
+		q := boxIs
+		if lock := tx.ForKeyShare(); lock != "" {
+			q += lock
+		}
+		err = tx.QueryRow(ctx, q, e.box, tx.Time(e.created)).Scan(&one)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Keys of the rows a batch of settlements adds to; see settle.

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -35,6 +36,8 @@ type SpendTx interface {
 	// Now is the dialect's Now: the expression that reads the
 	// database's clock less ago.
 	Now(ago time.Duration) string
+	// ForKeyShare is the dialect's ForKeyShare.
+	ForKeyShare() string
 }
 
 // Stmt is a statement and its arguments.
@@ -135,6 +138,8 @@ func (t dbTx) Time(tm time.Time) any { return t.s.D.Time(tm) }
 
 func (t dbTx) Now(ago time.Duration) string { return t.s.D.Now(ago) }
 
+func (t dbTx) ForKeyShare() string { return t.s.D.ForKeyShare() }
+
 // NoRow is a row whose Scan reports no row (sql.ErrNoRows, which pgx's
 // ErrNoRows is too) as store.ErrNotFound, as SpendTx's QueryRow answers.
 type NoRow[R Scanner] struct{ Row R }
@@ -182,9 +187,16 @@ func (s *Store) Reserve(ctx context.Context, r store.Reservation) (int64, error)
 
 // Settle releases st's reservation, charges st.Charge to its tallies and
 // adds its usage, in one transaction (Dialect.Spend); store.ErrNotFound
-// if the box is gone.
+// if the box is gone, or is another than st.BoxCreated names (nothing
+// is applied then: st's reservation went with the box it was held
+// against).
 func (s *Store) Settle(ctx context.Context, st store.Settlement) error {
 	return s.D.Spend(ctx, fmt.Sprintf("settle for box %q", st.Box), func(ctx context.Context, tx SpendTx) error {
+		if !st.BoxCreated.IsZero() {
+			if ok, err := present(ctx, tx, enrolmentOf(st)); err != nil || !ok {
+				return cmp.Or(err, store.ErrNotFound)
+			}
+		}
 		batch := []store.Settlement{st}
 		dbHour, err := databaseHour(ctx, tx, batch, s.D.NowMilli())
 		if err != nil {
@@ -216,7 +228,8 @@ func (s *Store) ApplySpooled(ctx context.Context, key string, settle []store.Set
 		if err != nil {
 			return err
 		}
-		// A settlement of a box removed since is skipped.
+		// A settlement of a box removed since, or of another box of
+		// its name than the one it names, is skipped.
 		if err := settleMany(ctx, tx, settle, s.now(), hourOfMilli(ms)); err != nil {
 			return err
 		}

@@ -52,6 +52,12 @@ type Dialect interface {
 	// that locks the rows it reads until the write commits: "" in SQLite,
 	// whose writes hold the whole database.
 	ForUpdate() string
+	// ForKeyShare is the clause, put at the end of a SELECT in a write,
+	// that keeps the rows it reads from being deleted (or their keys
+	// changed) until the write commits, and no more: it waits for no
+	// other write's lock but a removal's. "" in SQLite, whose writes
+	// hold the whole database.
+	ForKeyShare() string
 	// Check reports why no write may be made now, or nil.
 	Check() error
 	// LogChanges appends changes, in order, to the changes log in tx, as

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/store"
 )
@@ -281,4 +282,58 @@ func testSpendGoesWithBox(t *testing.T, s store.Store) {
 	}
 	answer(s.ListUsage(ctx, "alpha", "2026-10")).none(t, "ListUsage of a box made anew")
 	answer(releaseBefore(ctx, s, at(100))).is(t, "releaseBefore after the box went", 0)
+}
+
+// testSpendOfAReenrolledBox: a call's reservation and settlement name the
+// box as it was enrolled (BoxCreated). A box removed, and another added
+// under its name, is another box: a call of the removed box reserves
+// nothing against the new box's budgets, and its settlement, alone or in
+// a spooled batch beside the new box's own, charges the new box nothing
+// and adds it no usage. A rotation of the box's token with no grace
+// leaves it the same box, whose calls are held and charged. A
+// reservation or settlement that names no enrolment (one spooled
+// without it) is the named box's.
+func testSpendOfAReenrolledBox(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const m = "2026-10"
+	reserveOf := func(created time.Time, amount int64) (int64, error) {
+		return s.Reserve(ctx, store.Reservation{Box: "alpha", BoxCreated: created, Month: m, Amount: amount, At: at(2)})
+	}
+	usage := func(calls int64) []store.Usage {
+		return []store.Usage{{Box: "alpha", Month: m, PayerKind: "shared", Model: "m", Calls: calls, Cost: calls}}
+	}
+	old := mustCreateBox(t, s, "alpha")
+	must(t, "SetBudget(alpha)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 1000, UpdatedAt: at(1)}))
+	// old.CreatedAt is to the nanosecond, as a box's own is not kept:
+	// it names the box all the same.
+	held := answer(reserveOf(old.CreatedAt, 100)).held(t, "Reserve(the box's call)")
+
+	must(t, "DeleteBox(alpha)", s.DeleteBox(ctx, "alpha"))
+	must(t, "CreateBox(alpha) anew", s.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: hash("token-alpha-2"), CreatedAt: at(5), PayerKind: "shared"}))
+	must(t, "SetBudget(alpha anew)", s.SetBudget(ctx, store.Budget{Box: "alpha", Limit: 50, UpdatedAt: at(6)}))
+	created := answer(s.Box(ctx, "alpha")).must(t, "Box(alpha anew)").CreatedAt
+
+	answer(reserveOf(old.CreatedAt, 100)).is(t, "Reserve(a call of the removed box, past the new box's budget)", 0)
+	wantErr(t, "Settle(a call of the removed box)", s.Settle(ctx, store.Settlement{Reservation: held, Box: "alpha", BoxCreated: old.CreatedAt,
+		Month: m, Charge: 70, Usage: usage(1)}), store.ErrNotFound)
+	answer(s.ApplySpooled(ctx, "removed", []store.Settlement{{Box: "alpha", BoxCreated: old.CreatedAt, Month: m, Charge: 30, Usage: usage(1)}}, nil)).
+		is(t, "ApplySpooled(a call of the removed box)", true)
+	if got := tallies(t, s, "alpha", m); len(got) != 0 {
+		t.Errorf("Tallies of the new box after the removed box's calls = %+v, want none", got)
+	}
+	answer(s.ListUsage(ctx, "alpha", m)).none(t, "ListUsage of the new box after the removed box's calls")
+
+	id := answer(reserveOf(created, 40)).held(t, "Reserve(the new box's call)")
+	must(t, "RotateToken(alpha) with no grace, mid-call", s.RotateToken(ctx, "alpha", hash("token-alpha-3")))
+	answer(s.ApplySpooled(ctx, "both", []store.Settlement{
+		{Box: "alpha", BoxCreated: old.CreatedAt, Month: m, Charge: 500, Usage: usage(5)},
+		{Reservation: id, Box: "alpha", BoxCreated: created, Month: m, Charge: 20, Usage: usage(1)},
+	}, nil)).is(t, "ApplySpooled(a call of each box)", true)
+	same(t, "Tallies after a call of each box", []store.Tally{{Box: "alpha", Month: m, Spent: 20}}, tallies(t, s, "alpha", m))
+	id = answer(reserveOf(created, 25)).held(t, "Reserve(the new box's call, after the rotation)")
+	must(t, "Settle(the new box's call, after the rotation)", s.Settle(ctx, store.Settlement{Reservation: id, Box: "alpha", BoxCreated: created, Month: m, Charge: 10}))
+	answer(s.ApplySpooled(ctx, "unnamed", []store.Settlement{{Box: "alpha", Month: m, Charge: 1}}, nil)).is(t, "ApplySpooled(naming no enrolment)", true)
+	same(t, "Tallies after the new box's calls", []store.Tally{{Box: "alpha", Month: m, Spent: 31}}, tallies(t, s, "alpha", m))
+	answer(reserveOf(time.Time{}, 19)).held(t, "Reserve(naming no enrolment, 19 of 19 left)")
+	answer(s.ListUsage(ctx, "alpha", m)).is(t, "ListUsage of the new box", usage(1))
 }

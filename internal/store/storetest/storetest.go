@@ -87,7 +87,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts ...Option) {
 		{"ConcurrentReservePrincipalCeiling", testConcurrentReservePrincipalCeiling},
 		{"ReleaseStale", testReleaseStale},
 		{"Usage", testUsage},
-		{"SpendGoesWithBox", testSpendGoesWithBox},
+		{"SpendGoesWithBox", testSpendGoesWithBox}, {"SpendOfAReenrolledBox", testSpendOfAReenrolledBox},
 		{"WindowBudgets", testWindowBudgets},
 		{"WindowReserveAndSettle", testWindowReserveAndSettle},
 		{"ConcurrentWindowReserve", testConcurrentWindowReserve},

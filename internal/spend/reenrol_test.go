@@ -1,0 +1,152 @@
+package spend_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/spend"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/token"
+)
+
+// heldUpstream answers as the Anthropic stand-in, each call once release
+// is called; arrived receives each call as it reaches it.
+func heldUpstream() (up http.Handler, arrived <-chan struct{}, release func()) {
+	in, held := make(chan struct{}, 8), make(chan struct{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in <- struct{}{}
+		<-held
+		brokertest.AnthropicStandIn(w, r)
+	}), in, func() { close(held) }
+}
+
+// inFlight sends a Messages call of tok, and returns once it has
+// reached the upstream, with what answers it.
+func inFlight(t *testing.T, b *brokertest.Broker, tok string, arrived <-chan struct{}) <-chan brokertest.Response {
+	t.Helper()
+	done := make(chan brokertest.Response, 1)
+	go func() { done <- post(b, tok, messagesBody("claude-haiku-4-5", 100, false)) }()
+	select {
+	case <-arrived:
+	case resp := <-done:
+		t.Fatalf("call = %d %s before it reached the upstream", resp.StatusCode, resp.Body)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call never reached the upstream")
+	}
+	return done
+}
+
+// answered returns once the call answered resp has its settlement
+// applied (the outbox's queue flushed: a call answers only once its
+// records are kept); it fails the test unless resp is a 200.
+func answered(t *testing.T, b *brokertest.Broker, resp brokertest.Response) {
+	t.Helper()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("call = %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	b.Server.Outbox.Flush(context.Background())
+}
+
+// untouched fails the test unless box has no tally and no usage in month.
+func untouched(t *testing.T, st store.Store, box, month string) {
+	t.Helper()
+	ctx := context.Background()
+	if ts, err := st.Tallies(ctx, box, month); err != nil || len(ts) != 0 {
+		t.Errorf("tallies of the box added under the removed box's name = %+v, %v; want none", ts, err)
+	}
+	if us, err := st.ListUsage(ctx, box, month); err != nil || len(us) != 0 {
+		t.Errorf("usage of the box added under the removed box's name = %+v, %v; want none", us, err)
+	}
+}
+
+// TestBudget_CallInFlightOfARemovedBoxChargesNotTheNewBox: a box's call
+// is in flight as the box is removed and another added under its name,
+// with a budget: the call's settlement charges the new box nothing and
+// adds it no usage.
+func TestBudget_CallInFlightOfARemovedBoxChargesNotTheNewBox(t *testing.T) {
+	up, arrived, release := heldUpstream()
+	b, tok := newBroker(t, brokertest.Options{Anthropic: up})
+	st, ctx := b.Server.Store, context.Background()
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	done := inFlight(t, b, tok, arrived)
+	if err := st.DeleteBox(ctx, "salad"); err != nil {
+		t.Fatal(err)
+	}
+	b.AddBox("salad")
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	answered(t, b, <-done)
+	untouched(t, st, "salad", spend.Month(time.Now()))
+}
+
+// TestBudget_CallOfARemovedBoxAdmittedFromMemoryReservesNothing: a box
+// is removed and another added under its name, with a budget, while the
+// broker's memory still admits the removed box's token: the removed
+// box's call (on the shared key, which is no box's) holds nothing
+// against the new box's budget, and is charged to it nothing.
+func TestBudget_CallOfARemovedBoxAdmittedFromMemoryReservesNothing(t *testing.T) {
+	u := brokertest.NewUnheard(t)
+	b, tok := newBroker(t, brokertest.Options{Store: u})
+	st, ctx := u.Store, context.Background()
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// The broker's memory holds the box, its report and its budget, as
+	// after any call of it, and has heard of every change so far.
+	b.Sync()
+	if resp := post(b, tok, messagesBody("claude-haiku-4-5", 100, false)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the box's call = %d %s", resp.StatusCode, resp.Body)
+	}
+	if _, err := b.Server.Cache.BoxByTokenHash(ctx, token.Hash(tok)); err != nil {
+		t.Fatal(err)
+	}
+	// Removed and added anew by another process, with a budget, none of
+	// which the broker's memory has heard of.
+	u.Deaf.Store(true)
+	if err := st.DeleteBox(ctx, "salad"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: "the new box's token hash", CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	answered(t, b, post(b, tok, messagesBody("claude-haiku-4-5", 100, false)))
+	untouched(t, st, "salad", spend.Month(time.Now()))
+}
+
+// TestBudget_RotationWithNoGraceMidCallIsCharged: a box's token is
+// replaced with no grace while its call is in flight: the box is the
+// same box, and the call is charged to it.
+func TestBudget_RotationWithNoGraceMidCallIsCharged(t *testing.T) {
+	up, arrived, release := heldUpstream()
+	b, tok := newBroker(t, brokertest.Options{Anthropic: up})
+	st, ctx := b.Server.Store, context.Background()
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	done := inFlight(t, b, tok, arrived)
+	next, err := token.NewBox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RotateToken(ctx, "salad", token.Hash(next)); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	answered(t, b, <-done)
+	month := spend.Month(time.Now())
+	if spent := boxSpent(settled(t, st, "salad", month)); spent <= 0 {
+		t.Errorf("spent = %d after the call, want its charge", spent)
+	}
+	brokertest.Usage(t, st, "salad", month, 1)
+}
