@@ -63,7 +63,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		// A removed box's entries are listed still; this one never had any.
 		_, err = be.Box(ctx, box)
 		if operator.CodeOf(err) == operator.NotFound {
-			return fmt.Errorf("no box named %s, and no audit entries for it since %s", box, from.UTC().Format(time.RFC3339))
+			return fmt.Errorf("%s No audit entries name it since %s.", operator.NoBox(box), from.UTC().Format(time.RFC3339))
 		}
 		return err
 	})
