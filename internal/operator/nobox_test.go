@@ -53,3 +53,23 @@ func TestService_NoBoxPointsToBoxList(t *testing.T) {
 		})
 	}
 }
+
+// TestService_NoProposalSaysID: a proposal ID that names none is refused
+// as an ID, not a name.
+func TestService_NoProposalSaysID(t *testing.T) {
+	svc, _, _ := newService(t)
+	ctx := context.Background()
+	for _, a := range []struct {
+		name string
+		do   func() error
+	}{
+		{"Proposal", func() error { _, err := svc.Proposal(ctx, "123"); return err }},
+		{"ApproveProposal", func() error { _, err := svc.ApproveProposal(ctx, "123", "1h"); return err }},
+		{"DenyProposal", func() error { _, err := svc.DenyProposal(ctx, "123"); return err }},
+	} {
+		var oe *operator.Error
+		if err := a.do(); !errors.As(err, &oe) || oe.Code != operator.NotFound || !strings.Contains(oe.Message, "No proposal has that ID") {
+			t.Errorf("%s(123) = %v, want NotFound saying no proposal has that ID", a.name, err)
+		}
+	}
+}
