@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -63,7 +64,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		// A removed box's entries are listed still; this one never had any.
 		_, err = be.Box(ctx, box)
 		if operator.CodeOf(err) == operator.NotFound {
-			return fmt.Errorf("no box named %s, and no audit entries for it since %s", box, from.UTC().Format(time.RFC3339))
+			return errors.New(operator.NoBox(box) + " No audit entries name it since " + from.UTC().Format(time.RFC3339) + ".")
 		}
 		return err
 	})

@@ -58,7 +58,7 @@ func TestAudit_SaysWhenCapped(t *testing.T) {
 				t.Errorf("audit salad --json --limit 5 = %d %v, %d entries, stderr %q; want the newest 5 as an AuditList", code, err, len(list.Entries), errs)
 			}
 			code, out, errs = runEnv(t, tt.env, "", "audit", "nosuch")
-			if code != 1 || !strings.Contains(errs, "no box named nosuch") || out != "" {
+			if code != 1 || !strings.Contains(errs, "no box named nosuch") || !strings.Contains(errs, "`boxbroker box list`") || out != "" {
 				t.Errorf("audit nosuch = %d %q %q, want 1 saying there is no box named nosuch", code, out, errs)
 			}
 		})

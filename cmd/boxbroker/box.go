@@ -142,6 +142,9 @@ func checkHintURL(s string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: --url (BOXBROKER_URL) %q is not an http(s) URL with a host, such as http://127.0.0.1:8787: it is the broker's URL as boxes reach it, for the hints printed", errUsage, safe(s))
 	}
+	if u.Port() == "0" {
+		return fmt.Errorf("%w: --url %q (BOXBROKER_URL, else BOXBROKER_LISTEN's address) names port 0, which lets serve pick its port: give the address its `listening on` line printed as --url or BOXBROKER_URL, for the hints printed", errUsage, safe(s))
+	}
 	return nil
 }
 

@@ -72,7 +72,7 @@ func TestCLI_BoxesAndCredentials(t *testing.T) {
 	if _, _, code := run(t, dir, "", "box", "remove", "--yes", "salad"); code != 0 {
 		t.Errorf("box remove --yes = %d", code)
 	}
-	if _, errs, code := run(t, dir, "", "box", "rotate", "salad"); code != 1 || !strings.Contains(errs, "no box named salad") {
+	if _, errs, code := run(t, dir, "", "box", "rotate", "salad"); code != 1 || !strings.Contains(errs, "no box named salad") || !strings.Contains(errs, "`boxbroker box list`") {
 		t.Errorf("rotate removed box = %d %q", code, errs)
 	}
 }

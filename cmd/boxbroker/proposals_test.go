@@ -51,6 +51,9 @@ func TestCLI_AskProposalsApprove(t *testing.T) {
 			if r := b.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusOK {
 				t.Errorf("the retry after approve = %d %s, want 200", r.StatusCode, r.Body)
 			}
+			if code, _, errs := runEnv(t, tt.env, "", "deny", "123"); code == 0 || !strings.Contains(errs, "No proposal has that ID") {
+				t.Errorf("deny 123 = %d %q, want refused as no proposal with that ID", code, errs)
+			}
 			if code, _, errs := runEnv(t, tt.env, "", "approve", id, "--for", "1h"); code == 0 || !strings.Contains(errs, "no longer waiting") {
 				t.Errorf("approve again = %d %q, want refused as no longer waiting", code, errs)
 			}

@@ -36,7 +36,9 @@ func runReady(ctx context.Context, c *cli, args []string) error {
 	if u == "" {
 		listen := c.envOr("BOXBROKER_LISTEN", "127.0.0.1:8787")
 		var err error
-		if u, err = listenURL(listen); err != nil {
+		if u, err = listenURL(listen); errors.Is(err, errPickedPort) {
+			return fmt.Errorf("%w: BOXBROKER_LISTEN=%q: %v; give that address as --url", errUsage, listen, err)
+		} else if err != nil {
 			return fmt.Errorf("%w: BOXBROKER_LISTEN=%q is not a host:port; give --url", errUsage, listen)
 		}
 	}
@@ -77,13 +79,21 @@ func printAnswer(w io.Writer, body []byte) {
 	fmt.Fprintln(w, safe(string(bytes.TrimRight(body, "\r\n"))))
 }
 
+// errPickedPort is listenURL's error for a listen address of port 0:
+// serve picks its port then, and only its `listening on` line says
+// which.
+var errPickedPort = errors.New("port 0 lets serve pick its port, which only its `listening on` line names")
+
 // listenURL is the http:// URL a client on this machine reaches a
 // serve listening on listen (host:port) at: a wildcard or empty host is
-// reached on 127.0.0.1.
+// reached on 127.0.0.1. Port 0 is errPickedPort.
 func listenURL(listen string) (string, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return "", err
+	}
+	if port == "0" {
+		return "", errPickedPort
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
@@ -93,13 +103,18 @@ func listenURL(listen string) (string, error) {
 
 // hintURL is the default of --url for the hints box add, box rotate and
 // secret set print: BOXBROKER_URL, else the address BOXBROKER_LISTEN
-// gives serve (as `ready` asks it), else http://127.0.0.1:8787.
+// gives serve (as `ready` asks it), else http://127.0.0.1:8787. For a
+// BOXBROKER_LISTEN of port 0 it is that address as given, which
+// checkHintURL refuses: no hint can name the port serve picked.
 func (c *cli) hintURL() string {
 	if v := c.getenv("BOXBROKER_URL"); v != "" {
 		return v
 	}
-	if u, err := listenURL(c.getenv("BOXBROKER_LISTEN")); err == nil {
+	listen := c.getenv("BOXBROKER_LISTEN")
+	if u, err := listenURL(listen); err == nil {
 		return u
+	} else if errors.Is(err, errPickedPort) {
+		return "http://" + listen
 	}
 	return "http://127.0.0.1:8787"
 }

@@ -72,7 +72,7 @@ func TestCLI_ThroughTheAdminAPI(t *testing.T) {
 		t.Errorf("box remove --yes = %d %s", code, errs)
 	}
 	code, _, errs = runEnv(t, env, "", "box", "remove", "--yes", "alpha")
-	if code != 1 || !strings.Contains(errs, "no box named alpha") {
+	if code != 1 || !strings.Contains(errs, "no box named alpha") || !strings.Contains(errs, "`boxbroker box list`") {
 		t.Errorf("box remove of a removed box = %d %q, want 1 naming it", code, errs)
 	}
 

@@ -267,3 +267,20 @@ func heldStreams(t *testing.T, model string, answerOthers bool) *httptest.Server
 	t.Cleanup(func() { close(release) }) // runs first: the handlers return, so Close does not wait on them
 	return up
 }
+
+// TestCLI_ListenPortZeroNamesNoURL: a BOXBROKER_LISTEN of port 0 lets
+// serve pick its port, which only serve's `listening on` line says; ready,
+// box add and secret set point there rather than ask or print port 0.
+func TestCLI_ListenPortZeroNamesNoURL(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"BOXBROKER_LISTEN": "127.0.0.1:0", "BOXBROKER_DATA": dir}
+	for _, args := range [][]string{{"ready"}, {"box", "add", "salad"}} {
+		out, errs, code := runIn(t, env, "", args...)
+		if code != 2 || !strings.Contains(errs, "`listening on` line") || strings.Contains(out, ":0") {
+			t.Errorf("%s with BOXBROKER_LISTEN=127.0.0.1:0 = %d %q %q, want a usage error pointing to serve's listening line", strings.Join(args, " "), code, out, errs)
+		}
+	}
+	if _, errs, code := runIn(t, env, "", "box", "add", "salad", "--url", "http://127.0.0.1:8787"); code != 0 {
+		t.Errorf("box add --url with BOXBROKER_LISTEN=127.0.0.1:0 = %d %q, want 0", code, errs)
+	}
+}

@@ -188,7 +188,9 @@ func TestAdmin_Boxes(t *testing.T) {
 	if got.ReportedAt == nil || len(got.Capabilities) != 1 || got.Capabilities[0].Name != "inference" || got.Capabilities[0].Scope[0] != "agent" {
 		t.Errorf("GET /api/boxes/alpha = %+v, want its report with inference agent", got)
 	}
-	refusal(t, "GET /api/boxes/nobox", b.Admin("GET", "/api/boxes/nobox", tok, nil), 404)
+	if msg := refusal(t, "GET /api/boxes/nobox", b.Admin("GET", "/api/boxes/nobox", tok, nil), 404); msg != operator.NoBox("nobox") || !strings.Contains(msg, "`boxbroker box list`") {
+		t.Errorf("GET /api/boxes/nobox = %q, want %q", msg, operator.NoBox("nobox"))
+	}
 
 	decode(t, "PATCH consent", b.Admin("PATCH", "/api/boxes/alpha", tok, map[string]any{"paused": true}), 200, &got)
 	if !got.Paused || !got.Consent {

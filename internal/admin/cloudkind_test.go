@@ -165,6 +165,7 @@ func TestAdmin_CloudKindRefused(t *testing.T) {
 	noSecretKey := account(map[string]any{"region": "us-east-1", "access_key_id": keyID})
 	badKeyID := account(map[string]any{"region": "us-east-1", "access_key_id": "not-" + secret, "secret_access_key": secret})
 	badRegion := account(map[string]any{"region": "Mars " + secret, "access_key_id": keyID, "secret_access_key": secret})
+	unknownRegion := account(map[string]any{"region": "us-east", "access_key_id": keyID, "secret_access_key": secret})
 	unknownMember := account(map[string]any{"region": "us-east-1", "access_key_id": keyID, "secret_access_key": secret, "password": secret})
 	notJSON := `{"region":"us-east-1","secret_access_key":` + secret + `}`
 	truncated := `{"region":"us-east-1","secret_access_key":"` + secret + `"`
@@ -191,6 +192,7 @@ func TestAdmin_CloudKindRefused(t *testing.T) {
 		{"no secret key", "bedrock", noSecretKey, []string{"needs access_key_id and secret_access_key"}},
 		{"bad access key id", "bedrock", badKeyID, []string{"access_key_id"}},
 		{"bad region", "bedrock", badRegion, []string{"region"}},
+		{"unknown region", "bedrock", unknownRegion, []string{`region "us-east" is no AWS region the broker knows`, cloud.BedrockRegionsURL}},
 		{"unknown member", "bedrock", unknownMember, []string{`"password"`}},
 		{"vertex account as bedrock", "bedrock", c.Credential, []string{"belong to a vertex credential"}},
 		{"bedrock account as vertex", "vertex", good, []string{"belong to a bedrock credential"}},

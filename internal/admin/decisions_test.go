@@ -118,6 +118,9 @@ func TestProposals_RemovedBoxTakesItsApprovals(t *testing.T) {
 		t.Fatalf("remove alpha = %d %s", r.StatusCode, r.Body)
 	}
 	refusal(t, "approve the removed box's proposal", b.Admin("POST", "/api/proposals/"+pending+"/approve", b.AdminToken, operator.Decision{For: "always"}), 404)
+	if msg := refusal(t, "GET /api/proposals/123", b.Admin("GET", "/api/proposals/123", b.AdminToken, nil), 404); !strings.Contains(msg, "No proposal has that ID") {
+		t.Errorf("GET /api/proposals/123 = %q, want it to say no proposal has that ID", msg)
+	}
 	attempt.TokenHash = token.Hash(b.AddBox("alpha"))
 	if v, err := b.Server.Approvals.Refused(ctx, attempt); err != nil || v.Approved {
 		t.Errorf("the same attempt by the new alpha: %+v, %v; want it not approved", v, err)

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -191,8 +192,11 @@ func (c *Credential) checkBedrock() error {
 	if c.RoleARN != "" && !roleARNRE.MatchString(c.RoleARN) {
 		return errors.New("role_arn is not an IAM role's ARN (arn:aws:iam::123456789012:role/NAME)")
 	}
-	if !awsRegionRE.MatchString(c.Region) {
+	if c.Region == "" {
 		return errors.New("the bedrock credential needs region, an AWS region such as us-east-1")
+	}
+	if !awsRegionRE.MatchString(c.Region) {
+		return fmt.Errorf("region %s is no AWS region the broker knows: one is written as us-east-1, eu-west-3 or us-gov-west-1 (the regions Bedrock runs in are listed at %s)", quotedRegion(c.Region), BedrockRegionsURL)
 	}
 	if c.AccessKeyID == "" || c.SecretAccessKey == "" {
 		return errors.New("the bedrock credential needs access_key_id and secret_access_key")
@@ -235,8 +239,11 @@ func (c *Credential) checkVertex() error {
 		c.ExternalID != "" || c.STSEndpoint != "" || c.Profile != "" {
 		return errors.New("access_key_id, secret_access_key, session_token, role_arn, external_id, sts_endpoint and profile belong to a bedrock credential, not a vertex one")
 	}
-	if !vertexRegionRE.MatchString(c.Region) {
+	if c.Region == "" {
 		return errors.New("the vertex credential needs region, a Vertex AI location such as us-east5, europe-west1 or global")
+	}
+	if !vertexRegionRE.MatchString(c.Region) {
+		return fmt.Errorf("region %s is no Vertex AI location the broker knows: one is written as us-east5, europe-west1, global, us or eu (the locations Claude runs in are listed at %s)", quotedRegion(c.Region), VertexLocationsURL)
 	}
 	if len(c.ServiceAccount) == 0 {
 		return errors.New("the vertex credential needs service_account, the service account's JSON key as Google Cloud gives it")
@@ -328,6 +335,24 @@ func printable(s string, max int) bool {
 
 // safeWord is s when it is a short word, or "?" (it may be anything the
 // operator pasted).
+// BedrockRegionsURL and VertexLocationsURL list the regions where each
+// cloud serves Claude, for a refusal of a region the broker does not
+// know.
+const (
+	BedrockRegionsURL  = "https://docs.aws.amazon.com/general/latest/gr/bedrock.html"
+	VertexLocationsURL = "https://cloud.google.com/vertex-ai/generative-ai/docs/learn/locations"
+)
+
+// quotedRegion is region, quoted, when it is short and written as a
+// region is (lower-case letters, digits, "-"), else "?": a refusal
+// never repeats what may be a pasted secret.
+func quotedRegion(s string) string {
+	if len(s) <= 32 && strings.IndexFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }) < 0 {
+		return strconv.Quote(s)
+	}
+	return "?"
+}
+
 func safeWord(s string) string {
 	if len(s) <= 16 && strings.IndexFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r == '-') }) < 0 {
 		return s

@@ -69,6 +69,8 @@ func TestCheck(t *testing.T) {
 		{"bedrock betas with a comma", KindBedrock, bedrockJSON(`,"betas":["a,b"]`), "betas lists anthropic-beta values"},
 		{"bedrock betas not a list", KindBedrock, bedrockJSON(`,"betas":"*"`), `"betas" member must be`},
 		{"bedrock no region", KindBedrock, `{"access_key_id":"AKIAIOSFODNN7EXAMPLE","secret_access_key":"` + secret + `"}`, "needs region"},
+		{"bedrock unknown region", KindBedrock, `{"region":"useast1","access_key_id":"AKIAIOSFODNN7EXAMPLE","secret_access_key":"` + secret + `"}`, `region "useast1" is no AWS region the broker knows: one is written as us-east-1`},
+		{"bedrock secret as region", KindBedrock, `{"region":"` + secret + `","access_key_id":"AKIAIOSFODNN7EXAMPLE","secret_access_key":"x"}`, "region ? is no AWS region the broker knows"},
 		{"bedrock bad key id", KindBedrock, `{"region":"us-east-1","access_key_id":"` + secret + `","secret_access_key":"x"}`, "access_key_id is not"},
 		{"bedrock http endpoint", KindBedrock, bedrockJSON(`,"endpoint":"http://example.com"`), "https"},
 		{"bedrock unknown member", KindBedrock, bedrockJSON(`,"secret":"` + secret + `"`), "does not know"},
@@ -77,6 +79,7 @@ func TestCheck(t *testing.T) {
 		{"vertex", KindVertex, vertex(nil), ""},
 		{"vertex no key", KindVertex, `{"region":"us-east5"}`, "needs service_account"},
 		{"vertex no region", KindVertex, vertex(func(m map[string]any) { delete(m, "region") }), "needs region"},
+		{"vertex unknown region", KindVertex, vertex(func(m map[string]any) { m["region"] = "us-east-5" }), `region "us-east-5" is no Vertex AI location the broker knows`},
 		{"vertex bad key", KindVertex, vertex(func(m map[string]any) {
 			k := map[string]string{}
 			for a, b := range sa {

@@ -250,6 +250,10 @@ func (c *Capability) ask(ctx context.Context, req *Request, q *Question, pay *pa
 		}
 		status, h, raw, err := c.post(pctx, u, cred, body)
 		if err != nil {
+			if entry != "" {
+				// The log line names the entry whose URL failed.
+				err = fmt.Errorf("pool entry %s: %w", entry, err)
+			}
 			return Answer{}, Usage{}, c.failed(ctx, q, err)
 		}
 		if status < 200 || status > 299 {

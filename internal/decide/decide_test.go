@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -853,5 +854,38 @@ func TestDecide_NestedStateIsNotBlownUpForTheModel(t *testing.T) {
 	}
 	if n, bound := len(seen[0].Body), 4*len(body)+16<<10; n > bound {
 		t.Errorf("the model was sent %d bytes for a request of %d, want at most %d", n, len(body), bound)
+	}
+}
+
+// TestDecide_UpstreamDownNamesEntry: a question whose pool entry's URL
+// refuses connections is logged naming the entry ("default" for the
+// shared credential on the Anthropic URL), never its key.
+func TestDecide_UpstreamDownNamesEntry(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	logs := &brokertest.Buffer{}
+	b := brokertest.New(t, brokertest.Options{Logs: logs, Config: func(c *server.Config) { c.AnthropicURL.Host = addr }})
+	token := b.AddBox("a")
+	b.SetCredential("anthropic", apiKey)
+	b.Report(token, brokertest.Entry("inference", "decide"))
+	resp := post(b, token, allTypes)
+	if resp.StatusCode != 502 {
+		t.Fatalf("POST decide = %d %s, want 502", resp.StatusCode, resp.Body)
+	}
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "connection refused") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "pool entry default") {
+		t.Errorf("the failure's log line names no entry: %s", line)
+	}
+	if strings.Contains(logs.String(), apiKey) {
+		t.Errorf("the logs hold the key")
 	}
 }

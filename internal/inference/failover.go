@@ -189,6 +189,18 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// failedOn wraps the proxy's ErrorHandler so that its log line names the
+// pool entry the call failed on: after a failover, the last one tried,
+// not the first.
+func failedOn(h func(http.ResponseWriter, *http.Request, error)) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		if pf, _ := r.Context().Value(ctxKey{}).(*paidFor); pf != nil && pf.paid.Entry != "" {
+			r = r.WithContext(proxy.WithEntry(r.Context(), pf.paid.Entry))
+		}
+		h(w, r, err)
+	}
+}
+
 // readStart reads up to capability.MaxRefusalBody bytes of resp's body,
 // within refusalReadFor, and puts them back in front of the rest.
 func readStart(resp *http.Response) []byte {

@@ -2,16 +2,21 @@ package inference_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
+	"github.com/intentius/boxbroker/internal/pool"
 	"github.com/intentius/boxbroker/internal/server"
+	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // TestUpstreamFaults turns each way an upstream can fail into the
@@ -164,5 +169,54 @@ func TestClientGoneReleasesUpstream(t *testing.T) {
 	case <-gone:
 	case <-time.After(5 * time.Second):
 		t.Error("the upstream stream was still open 5 s after the box went away")
+	}
+}
+
+// TestUpstreamDownNamesEntry: a pool entry whose URL refuses connections
+// is named in the log line of the failure (the Anthropic URL's, the
+// shared credential's, as "default"), and its key is in no log line.
+func TestUpstreamDownNamesEntry(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, tc := range []struct{ name, entry string }{{"entry's URL", "far"}, {"Anthropic URL", pool.Default}} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &upstreamtest.Buffer{}
+			b := brokertest.New(t, brokertest.Options{Logs: logs, Config: func(c *server.Config) {
+				if tc.entry == pool.Default {
+					c.AnthropicURL, _ = url.Parse(dead)
+				}
+			}})
+			token := b.AddBox("a")
+			if tc.entry == pool.Default {
+				b.SetCredential(pool.SharedID, apiKey)
+			} else {
+				sealed, err := b.Server.Keyring.Seal([]byte(apiKey), pool.AD(tc.entry))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Server.Store.SetPoolEntry(context.Background(), store.PoolEntry{Name: tc.entry, Weight: 1, URL: dead, Sealed: sealed, UpdatedAt: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				b.Server.Cache.Drop(store.ChangePool, tc.entry)
+			}
+			b.Report(token, brokertest.Entry("inference", "agent"))
+			resp := b.Do("POST", "/llm/anthropic/v1/messages", token, []byte(`{}`), nil)
+			if resp.StatusCode != 502 {
+				t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
+			}
+			var line string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, "proxy: upstream failed") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, `"entry":"`+tc.entry+`"`) {
+				t.Errorf("the failure's log line names no entry %q: %s", tc.entry, line)
+			}
+			if strings.Contains(logs.String(), apiKey) {
+				t.Errorf("the logs hold the entry's key")
+			}
+		})
 	}
 }

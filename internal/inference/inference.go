@@ -94,7 +94,7 @@ func New(cfg Config) *Capability {
 	if !cfg.CloudBeneath {
 		base = CloudTransport(cfg.Transport, cfg.Logger)
 	}
-	c.proxy = proxy.New(c.rewrite, &failover{base: base, log: cfg.Logger, upstream: cfg.Upstream}, proxy.ErrorHandler(cfg.Logger, "Anthropic API"))
+	c.proxy = proxy.New(c.rewrite, &failover{base: base, log: cfg.Logger, upstream: cfg.Upstream}, failedOn(proxy.ErrorHandler(cfg.Logger, "Anthropic API")))
 	c.proxy.ErrorLog = slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)
 	c.proxy.ModifyResponse = c.modifyResponse
 	return c

@@ -184,7 +184,7 @@ func (s *Service) SetCredential(ctx context.Context, id, kind string, value []by
 	}
 	if box, ok := strings.CutPrefix(id, "owner:"); ok {
 		if _, err := s.cfg.Store.Box(ctx, box); err != nil {
-			return CredentialView{}, StoreError(err, fmt.Sprintf("There is no box named %s to hold an owner's credential.", box), "")
+			return CredentialView{}, StoreError(err, NoBox(box), "")
 		}
 	}
 	v, err := s.StoreCredential(ctx, id, kind, &raw)

@@ -77,8 +77,12 @@ func StoreError(err error, notFound, exists string) error {
 	return err
 }
 
-// NoBox is the message for a box that does not exist.
-func NoBox(name string) string { return fmt.Sprintf("There is no box named %s.", name) }
+// NoBox is the message for a box that does not exist, whichever front
+// end asked: every refusal of a missing box says it, and points to the
+// command that lists the boxes.
+func NoBox(name string) string {
+	return fmt.Sprintf("There is no box named %s; `boxbroker box list` lists the boxes.", name)
+}
 
 // CheckBoxName refuses a name that is no box name.
 func CheckBoxName(name string) error {

@@ -184,7 +184,7 @@ func (s *Service) Asks(ctx context.Context, box string) ([]string, error) {
 func proposalError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return Errorf(NotFound, "No proposal has that name: `boxbroker proposals --state all` lists them.")
+		return Errorf(NotFound, "No proposal has that ID: `boxbroker proposals --state all` lists them.")
 	case errors.Is(err, store.ErrNotPending):
 		return Errorf(Conflict, "That proposal is no longer waiting: it was approved, denied, or expired unanswered.")
 	case errors.Is(err, approval.ErrBadFor):

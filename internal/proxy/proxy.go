@@ -230,8 +230,11 @@ func Target(out *http.Request, base *url.URL, path, rawQuery string) {
 
 // ErrorHandler returns a Forwarder's ErrorHandler that logs err and
 // answers a refusal: 504 when the upstream timed out, 502 otherwise. The
-// box never sees err's text. what names the upstream in the message. A
-// request the broker cut (LogCut) is answered by the broker, not here.
+// box never sees err's text. what names the upstream in the message; the
+// log line names the credential pool's entry too, when the request's
+// context notes one (WithEntry), so that an operator can tell which
+// entry's URL failed. A request the broker cut (LogCut) is answered by
+// the broker, not here.
 func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -243,7 +246,11 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 			return
 		}
 		ce := Classify(err, what)
-		log.Warn("proxy: upstream failed", "upstream", what, "status", ce.Status, "err", err)
+		args := []any{"upstream", what}
+		if e := EntryFrom(r.Context()); e != "" {
+			args = append(args, "entry", e)
+		}
+		log.Warn("proxy: upstream failed", append(args, "status", ce.Status, "err", err)...)
 		TraceFrom(r.Context()).Refuse(ce.Reason)
 		ce.Write(w)
 	}

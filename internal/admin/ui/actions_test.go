@@ -318,11 +318,29 @@ func TestUI_BudgetFormAndBlocked(t *testing.T) {
 	if p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil); strings.Contains(p.body, "Blocked:") {
 		t.Errorf("alpha's page says it is blocked after its budget was removed")
 	}
+	// The list reads the budgets as they are now, not the refusal alone:
+	// with the budget removed, or raised past the call's bound, alpha is
+	// not blocked though no call was served since.
+	if p := visit(t, b, "GET", "/ui/?state=blocked", cookie, nil, nil); strings.Contains(p.body, `href="/ui/boxes/alpha"`) {
+		t.Errorf("the list of blocked boxes holds alpha after its budget was removed")
+	}
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/budget", cookie, url.Values{"csrf": {csrf}, "usd": {"100"}}, nil); p.status != 303 {
+		t.Fatalf("budget $100 = %d, want 303", p.status)
+	}
+	if p := visit(t, b, "GET", "/ui/?state=blocked", cookie, nil, nil); strings.Contains(p.body, `href="/ui/boxes/alpha"`) {
+		t.Errorf("the list of blocked boxes holds alpha after its budget was raised")
+	}
+	if p := visit(t, b, "GET", "/ui/boxes/alpha", cookie, nil, nil); strings.Contains(p.body, "Blocked:") {
+		t.Errorf("alpha's page says it is blocked after its budget was raised")
+	}
+	if p := visit(t, b, "POST", "/ui/boxes/alpha/budget/remove", cookie, url.Values{"csrf": {csrf}}, nil); p.status != 303 {
+		t.Errorf("remove the budget = %d, want 303", p.status)
+	}
 	var got []string
 	for _, e := range adminEntries(t, b, "alpha") {
 		got = append(got, e.Message)
 	}
-	if strings.Join(got, "|") != "removed the box's monthly budget|set the box's monthly budget to $0.0001" {
+	if strings.Join(got, "|") != "removed the box's monthly budget|set the box's monthly budget to $100.00|removed the box's monthly budget|set the box's monthly budget to $0.0001" {
 		t.Errorf("alpha's admin audit entries = %q", got)
 	}
 }

@@ -97,8 +97,9 @@ var (
 // blocked says whether b's metered calls are refused for a budget, from
 // its budgets and its newest audit entries: a budget with nothing left,
 // or a refusal for a spent budget newer than any request served this
-// month. The bound is the one the broker computed for the call it
-// refused (spend.Meter.Bound, written in the refusal's message).
+// month and than that budget's last change. The bound is the one the
+// broker computed for the call it refused (spend.Meter.Bound, written in
+// the refusal's message).
 func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetList) (string, error) {
 	now := u.cfg.Now()
 	month := spend.Month(now)
@@ -125,6 +126,13 @@ func (u *Page) blocked(ctx context.Context, box string, budgets operator.BudgetL
 		i := slices.IndexFunc(budgets.Budgets, func(b operator.BudgetView) bool { return deref(b.Principal, "") == principal })
 		if i < 0 {
 			break // that budget was removed since
+		}
+		unchanged, err := u.budgetsSince(ctx, box, e.At)
+		if err != nil {
+			return "", err
+		}
+		if _, ok := unchanged[principal]; !ok {
+			break // that budget was set again since
 		}
 		bv := budgets.Budgets[i]
 		return fmt.Sprintf("Blocked: the next call could cost up to %s and %s is left of %s (%s). It resets on %s, or raise the budget below.",

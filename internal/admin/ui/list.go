@@ -123,12 +123,36 @@ func absent(xs, ys []string) (out []string) {
 // blockedBy reports whether a box's calls are refused for its budget now:
 // its own budget has nothing left, or, in the last day, its last answer
 // this month was a refusal for a spent budget (of the box or of its
-// payer's principal) with nothing served since.
-func blockedBy(m store.BoxMonth, a store.BoxActivity, monthStart time.Time) bool {
+// payer's principal) with nothing served since, and one of its budgets
+// is as it was then (budgetsSince): a budget removed or set again since
+// may well let the next call through.
+func (u *Page) blockedBy(ctx context.Context, box string, m store.BoxMonth, a store.BoxActivity, monthStart time.Time) (bool, error) {
 	if m.HasBudget && m.Limit-m.Spent-m.Reserved <= 0 {
-		return true
+		return true, nil
 	}
-	return !a.LastOverBudget.IsZero() && !a.LastOverBudget.Before(monthStart) && a.LastOverBudget.After(a.LastServed)
+	if a.LastOverBudget.IsZero() || a.LastOverBudget.Before(monthStart) || !a.LastOverBudget.After(a.LastServed) {
+		return false, nil
+	}
+	unchanged, err := u.budgetsSince(ctx, box, a.LastOverBudget)
+	return len(unchanged) > 0, err
+}
+
+// budgetsSince returns box's monthly budgets that were not set since at,
+// by principal ("" for the box's own): those a refusal at at for a spent
+// budget may still hold for. The store is read only for a box with such
+// a refusal, which few boxes have at once.
+func (u *Page) budgetsSince(ctx context.Context, box string, at time.Time) (map[string]store.Budget, error) {
+	bs, err := u.cfg.Store.ListBudgets(ctx, box)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]store.Budget{}
+	for _, b := range bs {
+		if b.Window == "" && !b.UpdatedAt.After(at) {
+			out[b.Principal] = b
+		}
+	}
+	return out, nil
 }
 
 // fleetFacts is what the list reads once for every row, whichever boxes
@@ -178,7 +202,7 @@ func (u *Page) facts(ctx context.Context, now time.Time, month string) (fleetFac
 
 // row makes b's row from its last report kept (nil for none), its month
 // m and f.
-func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f fleetFacts) (row, error) {
+func (u *Page) row(ctx context.Context, b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f fleetFacts) (row, error) {
 	r := row{Name: b.Name, Payer: b.PayerKind}
 	if r.Payer == "" {
 		r.Payer = protocol.PayerShared
@@ -202,7 +226,11 @@ func (u *Page) row(b store.Box, kept *store.KeptDeclaration, m store.BoxMonth, f
 	r.CacheMonth, r.CacheDay = operator.HitRatio(f.cacheMonth[b.Name]), operator.HitRatio(f.cacheDay[b.Name])
 	r.CacheCold = r.CacheMonth != nil && r.CacheDay != nil && *r.CacheDay < *r.CacheMonth/2
 	r.Missing = absent(declaredSecrets(d, u.cfg.Broker), f.held[b.Name])
-	r.State = boxState(b.Paused, d != nil, blockedBy(m, a, f.monthStart), r.Missing)
+	blocked, err := u.blockedBy(ctx, b.Name, m, a, f.monthStart)
+	if err != nil {
+		return row{}, err
+	}
+	r.State = boxState(b.Paused, d != nil, blocked, r.Missing)
 	return r, nil
 }
 
@@ -233,7 +261,7 @@ func (u *Page) rowsOf(ctx context.Context, now time.Time, boxes []store.ListedBo
 	}
 	out := make([]row, 0, len(boxes))
 	for _, lb := range boxes {
-		r, err := u.row(lb.Box, lb.Declaration, lb.Month, f)
+		r, err := u.row(ctx, lb.Box, lb.Declaration, lb.Month, f)
 		if err != nil {
 			return nil, err
 		}
