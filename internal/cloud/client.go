@@ -208,8 +208,17 @@ func errorAnswer(status int, msg string) *http.Response {
 }
 
 // typedErrorAnswer is errorAnswer with an error type of its own: the one a
-// cloud's Anthropic-shaped answer gave.
+// cloud's Anthropic-shaped answer gave. Every cloud error answer is made
+// here, and none is a 401 or a 407 (nor says authentication_error): a
+// box takes those as its own token refused, and the pool as a key to
+// probe, whereas the cloud refused the broker's credential, a 403.
 func typedErrorAnswer(status int, typ, msg string) *http.Response {
+	if status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired {
+		status = http.StatusForbidden
+	}
+	if typ == protocol.TypeAuthn {
+		typ = protocol.TypeOf(status)
+	}
 	b := protocol.RefusalBody(typ, msg)
 	resp := answer(status, "application/json", io.NopCloser(bytes.NewReader(b)))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))

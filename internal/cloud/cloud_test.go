@@ -209,6 +209,33 @@ func TestVertexError(t *testing.T) {
 	}
 }
 
+// No cloud error reaches the box as a 401 or a 407, nor says
+// authentication_error, whatever its shape: a box takes those as its own
+// token refused. On the code before, an Anthropic-shaped 401 from a
+// Vertex AI endpoint passed as it came.
+func TestCloudErrors_NeverAnAuthenticationError(t *testing.T) {
+	for _, status := range []int{400, 401, 403, 407, 429, 500, 503} {
+		bodies := map[string][]byte{
+			"anthropic": fmt.Appendf(nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key (%d)"}}`, status),
+			"google":    fmt.Appendf(nil, `{"error":{"code":%d,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}`, status),
+			"other":     []byte(`<html>no</html>`),
+		}
+		for shape, b := range bodies {
+			out := vertexError(status, b, nil)
+			got, _ := io.ReadAll(out.Body)
+			if out.StatusCode == 401 || out.StatusCode == 407 || strings.Contains(string(got), "authentication_error") {
+				t.Errorf("Vertex AI's %d (%s shape) = %d %s, want no authentication refusal", status, shape, out.StatusCode, got)
+			}
+		}
+		h := http.Header{"X-Amzn-Errortype": {"UnrecognizedClientException"}}
+		out := bedrockError(status, h, []byte(`{"message":"The security token included in the request is invalid."}`), nil)
+		got, _ := io.ReadAll(out.Body)
+		if out.StatusCode == 401 || out.StatusCode == 407 || strings.Contains(string(got), "authentication_error") {
+			t.Errorf("Bedrock's %d = %d %s, want no authentication refusal", status, out.StatusCode, got)
+		}
+	}
+}
+
 // TestModelID_NewerModelsAndProfile: the undated names from Claude 4.6
 // on map in both clouds; a profile prefixes the built-in Bedrock ids
 // (and only those), and count_tokens' bare id is the unprefixed one.

@@ -10,8 +10,6 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/textproto"
-	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -176,48 +174,11 @@ func reach(ctx context.Context, _, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return errElsewhere
 	}
-	if !reachable(f.target.Hostname(), a) {
+	if !proxy.Reachable(f.target.Hostname(), a) {
 		return fmt.Errorf("%w: %s is at %s", errAddress, f.target.Hostname(), a)
 	}
 	return nil
 }
-
-// reachable reports whether a secret whose host is host may be reached
-// at a. A host written as an IP address is reached at it, whatever it
-// is: the operator named it. A name is answered for by whoever keeps its
-// DNS, which may be someone else than the operator, and may answer
-// otherwise at each lookup (DNS rebinding): it is never reached at an
-// unspecified address (0.0.0.0, which reaches this machine), link-local
-// (169.254.0.0/16, the cloud metadata service at 169.254.169.254
-// included, and fe80::/10), or a cloud's metadata service elsewhere
-// (fd00:ec2::254, 100.100.100.200); nor at loopback, unless it is
-// localhost (or a name under .localhost), which names loopback itself.
-// An IPv4 address written in IPv6 (mapped, NAT64, 6to4) is judged as the
-// IPv4 address it carries. A private network's address is reached by
-// name: an operator's own hosts are named so.
-func reachable(host string, a netip.Addr) bool {
-	if _, err := netip.ParseAddr(host); err == nil {
-		return true
-	}
-	a = proxy.Embedded(a.WithZone(""))
-	switch {
-	case a.IsUnspecified() || thisNetwork.Contains(a) || a.IsLinkLocalUnicast() || slices.Contains(metadata, a):
-		return false
-	case a.IsLoopback():
-		h := strings.TrimSuffix(strings.ToLower(host), ".")
-		return h == "localhost" || strings.HasSuffix(h, ".localhost")
-	}
-	return true
-}
-
-var (
-	// thisNetwork is 0.0.0.0/8, "this network" (RFC 791), which Linux
-	// connects to as this machine.
-	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
-	// metadata are the cloud metadata services outside link-local:
-	// AWS's over IPv6 and Alibaba Cloud's.
-	metadata = []netip.Addr{netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200")}
-)
 
 // guard is the outermost RoundTripper: it sends a request on only when it
 // is for the secret's scheme and host and holds no trace of the box's

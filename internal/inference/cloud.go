@@ -99,14 +99,15 @@ func closeIdle(rt http.RoundTripper) {
 }
 
 // cloudSecrets are the values of a cloud credential cred, and those made
-// for its call, that must not reach the box; none for an Anthropic key.
+// for the call (on any entry it was tried on, cloud or not: after a
+// failover from a cloud entry, the values made for that attempt), that
+// must not reach the box.
 func cloudSecrets(cred []byte, made []string) []string {
-	if !cloud.Is(cred) {
-		return nil
-	}
 	var out []string
-	if c, err := cloud.Parse(cred); err == nil {
-		out = append(out, c.Secrets()...)
+	if cloud.Is(cred) {
+		if c, err := cloud.Parse(cred); err == nil {
+			out = append(out, c.Secrets()...)
+		}
 	}
 	out = append(out, made...)
 	return slices.DeleteFunc(out, func(v string) bool { return v == "" })

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -180,8 +181,9 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		pf.paid = next
 		rt := pf.retry
 		// The meter beneath keeps the answer's model: it is told of
-		// every key the call was made on, not only the one it carries.
-		out = req.Clone(proxy.WithEarlier(proxy.WithEntry(req.Context(), next.Entry), earlierValues(pf.earlier)))
+		// every key the call was made on, not only the one it carries,
+		// and of what was made for its cloud attempts.
+		out = req.Clone(proxy.WithEarlier(proxy.WithEntry(req.Context(), next.Entry), slices.Concat(earlierValues(pf.earlier), pf.made)))
 		out.Header = rt.header.Clone()
 		target(out, next, f.upstream, rt.path, rt.query)
 		out.Body = newReplay(rt.body)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,15 +104,18 @@ func rateLimited(kind string, status int, h http.Header, now time.Time, github b
 // refusal is the error of a token endpoint's answer with the given
 // status and header that gave no token: a *RateLimitedError (see
 // rateLimited), or for any other 4xx a *RefusedError with the OAuth
-// error code when it is plain; nil for any other answer.
-func refusal(kind string, status int, h http.Header, now time.Time, github bool, code string) error {
+// error code when it is plain and holds none of the values sent (a
+// client secret or refresh token of letters and _ alone, echoed as the
+// code, would be kept in the mint's state and audit message); nil for
+// any other answer.
+func refusal(kind string, status int, h http.Header, now time.Time, github bool, code string, sent ...string) error {
 	if rl := rateLimited(kind, status, h, now, github); rl != nil {
 		return rl
 	}
 	if status < 400 || status >= 500 {
 		return nil
 	}
-	if !plainCodeRE.MatchString(code) {
+	if !plainCodeRE.MatchString(code) || slices.ContainsFunc(sent, func(v string) bool { return v != "" && strings.Contains(code, v) }) {
 		code = ""
 	}
 	return &RefusedError{Kind: kind, Status: status, Code: code}

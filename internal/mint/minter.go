@@ -7,15 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/hold"
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/store"
@@ -110,6 +115,9 @@ type Config struct {
 	Transport http.RoundTripper
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// resolver looks up token endpoints' names for the default
+	// Transport; nil means net.DefaultResolver. Tests set it.
+	resolver *net.Resolver
 	// OnMint, when set, is told of every mint.
 	OnMint func(Event)
 	// RemintEvery is how often, at most, a host's 401 (Forget) drops a
@@ -169,6 +177,8 @@ func NewMinter(cfg Config) (*Minter, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = nil
 		t.ResponseHeaderTimeout = mintTimeout
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: cfg.resolver, ControlContext: reach}
+		t.DialContext = d.DialContext
 		next = t
 	}
 	return &Minter{
@@ -185,6 +195,34 @@ func NewMinter(cfg Config) (*Minter, error) {
 }
 
 type pinKey struct{}
+
+// errAddress is a token endpoint named by a name that, as the broker
+// connects, answers an address egress reaches no secret's host at.
+var errAddress = errors.New("mint: the token endpoint's name answers an address the broker does not reach by a name")
+
+// reach is the default Transport's dialer's check of address, an IP
+// address and port a connection for a minting request is about to be
+// made to: the token endpoint's name is judged as egress judges a
+// secret's host (proxy.Reachable), as the address reached, after the
+// name is looked up, so that a token endpoint whose DNS answers this
+// machine or a cloud metadata service is not sent the secret's
+// credentials.
+func reach(ctx context.Context, _, address string, _ syscall.RawConn) error {
+	want, _ := ctx.Value(pinKey{}).(string)
+	u, err := url.Parse(want)
+	if want == "" || err != nil {
+		return errNotPinned
+	}
+	ip, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return errAddress
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !proxy.Reachable(u.Hostname(), a) {
+		return errAddress
+	}
+	return nil
+}
 
 // errNotPinned is a minting request for anywhere but the spec's MintURL.
 var errNotPinned = errors.New("mint: request is not for the pinned token endpoint")

@@ -128,7 +128,7 @@ func (o *OAuth2) mint(ctx context.Context, client *http.Client, now time.Time, r
 			// gives it, in the same words.
 			status = http.StatusBadRequest
 		}
-		if err := refusal(KindOAuth2, status, h, now, false, re.ErrorCode); err != nil {
+		if err := refusal(KindOAuth2, status, h, now, false, re.ErrorCode, o.ClientSecret, refresh); err != nil {
 			return Token{}, err
 		}
 		return Token{}, &UnreachableError{Kind: KindOAuth2, Err: statusError(status)}

@@ -1,7 +1,9 @@
 package mint
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +29,45 @@ func TestRefusedError_KeepsOnlyAPlainCode(t *testing.T) {
 		if got := code != "" && strings.Contains(msg, code); got != kept {
 			t.Errorf("code %q: message %q keeps it = %v, want %v", code, msg, got, kept)
 		}
+	}
+}
+
+// A token endpoint answering, as its OAuth error code, the client secret
+// or the refresh token it was sent, when that is letters and _ alone (a
+// plain code's form): the refusal kept leaves it out. On the code
+// before, it was kept as the code, in the mint's state and the audit
+// message.
+func TestOAuth2_ErrorCodeEchoingWhatWasSentIsNotKept(t *testing.T) {
+	const secret, refresh = "client_secret_of_letters", "refresh_of_letters_only"
+	for name, code := range map[string]string{"the secret": secret, "the refresh token": refresh, "a code holding the secret": "invalid_" + secret} {
+		t.Run(name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":"` + code + `"}`))
+			}))
+			defer ts.Close()
+			o := &OAuth2{ClientID: "id", ClientSecret: secret, RefreshToken: refresh, Grant: GrantRefreshToken, TokenURL: ts.URL}
+			_, err := o.mint(t.Context(), ts.Client(), time.Now(), "")
+			var re *RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("mint = %v, want a refusal", err)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), refresh) || strings.Contains(re.Code, secret) || strings.Contains(re.Code, refresh) {
+				t.Errorf("the refusal keeps what was sent: %q (code %q)", err, re.Code)
+			}
+		})
+	}
+	// A plain code that holds nothing sent is kept.
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+	}))
+	defer ts.Close()
+	o := &OAuth2{ClientID: "id", ClientSecret: secret, RefreshToken: refresh, Grant: GrantRefreshToken, TokenURL: ts.URL}
+	if _, err := o.mint(t.Context(), ts.Client(), time.Now(), ""); err == nil || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Errorf("mint = %v, want a refusal naming invalid_grant", err)
 	}
 }
 

@@ -35,8 +35,8 @@ const readyFile = ".readyz"
 // StoreDeadline, at least a second: an fsync on a busy disk can take a
 // few hundred ms). The checks run at once, so Ready answers within that
 // bound, and a little more, whatever the store or the disk does. Checks
-// asked for at the same time share one write, and a write that succeeded
-// stands for diskOKFor (see diskProbe).
+// asked for at the same time share one ping and one write, and a write
+// that succeeded stands for diskOKFor (see diskProbe).
 //
 // Beside them it reports, from memory: a SQLite database file found gone
 // (store_file, not ready), and this replica's clock's skew from the
@@ -52,7 +52,7 @@ func (s *Server) Ready(ctx context.Context) (map[string]any, bool) {
 	}
 	d := writeBound(s.Config.StoreDeadline)
 	storeErr := make(chan error, 1)
-	go func() { storeErr <- s.ping(ctx) }()
+	go func() { storeErr <- s.pingShared(ctx) }()
 	diskErr := make(chan error, 1)
 	go func() { diskErr <- s.disk.writable(ctx, d, s.Config.DataDir) }()
 	writesErr := make(chan error, 1)
@@ -117,8 +117,9 @@ func bounded(ctx context.Context, d time.Duration, f func() error) error {
 
 // diskOKFor is how long a data directory that took a synced write counts
 // as writable without another: /readyz is served to anyone on the
-// box-facing listener, and a flood of it must not become a flood of
-// fsyncs.
+// box-facing listener, and unauthenticated on the admin one (a page the
+// operator visits can ask it), and a flood of it must not become a flood
+// of fsyncs.
 const diskOKFor = time.Second
 
 // diskProbe is the readiness check's write to the data directory: one at
@@ -151,6 +152,18 @@ func (p *diskProbe) writable(ctx context.Context, d time.Duration, dir string) e
 			p.mu.Unlock()
 		}
 		return nil, err
+	})
+	return err
+}
+
+// pingShared is the readiness check's ping of the store: one at a time,
+// whoever asks (callers that ask meanwhile share its answer), so that a
+// flood of /readyz holds one of the store's connections at most, never
+// those boxes' calls need. No answer is kept: a store that fails, or is
+// closed, turns the next check not ready.
+func (s *Server) pingShared(ctx context.Context) error {
+	_, err := hold.Shared(ctx, &s.pinging, "ping", func() (any, error) {
+		return nil, s.ping(context.WithoutCancel(ctx)) // bounded by the store's deadline
 	})
 	return err
 }

@@ -12,7 +12,10 @@ import (
 	"net/http"
 	"os"
 	"sync"
+
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/intentius/boxbroker/internal/admin"
 	"github.com/intentius/boxbroker/internal/admin/ui"
@@ -95,6 +98,8 @@ type Server struct {
 	*outbox.Outbox
 	// disk is the readiness check's write to the data directory.
 	disk diskProbe
+	// pinging shares the readiness check's ping of the store.
+	pinging singleflight.Group
 	// storeWrites is the readiness check's judge of the store's writes.
 	storeWrites writesProbe
 	// flushLog writes out the log lines that wait in its buffer.
