@@ -172,10 +172,14 @@ func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
 		}
 		// The rewrite keeps only dead letters: a line that is none is
 		// set aside first, as it is.
+		lines := newUnreadLines(filepath.Dir(d.path), "dead letters", d.log)
 		for _, line := range unread {
-			if err := setAsideUnread(filepath.Dir(d.path), "dead letters", line, d.log); err != nil {
+			if err := lines.add(line); err != nil {
 				return fmt.Errorf("dead letters: %w", err)
 			}
+		}
+		if err := lines.flush(); err != nil {
+			return fmt.Errorf("dead letters: %w", err)
 		}
 		rest := append(list[:i:i], list[i+1:]...)
 		if err := rewriteDead(d.path, rest); err != nil {
