@@ -98,11 +98,20 @@ func newDeadFile(dir string, log *slog.Logger) *deadFile {
 	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax, log: log}
 }
 
-// Count is how many dead letters the file holds (0 when it cannot be
-// read).
+// DeadUnreadable is what DeadCount returns when the dead-letter file is
+// there but cannot be read (past DeadMax, or the disk refuses): it may
+// hold any number of dead letters, and `spool dead list` names why.
+const DeadUnreadable = -1
+
+// Count is how many dead letters the file holds: 0 when there is none,
+// DeadUnreadable (logged at ERROR, once a change of the file) when it is
+// there but cannot be read.
 func (d *deadFile) Count() int {
 	fi, err := os.Stat(d.path)
 	st := deadStamp{}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return DeadUnreadable
+	}
 	if err == nil {
 		st = deadStamp{size: fi.Size(), mod: fi.ModTime(), ok: true}
 	}
@@ -113,8 +122,11 @@ func (d *deadFile) Count() int {
 	}
 	n := 0
 	if st.ok {
-		if list, err := readDead(d.path); err == nil {
-			n = len(list)
+		list, err := readDead(d.path)
+		n = len(list)
+		if err != nil {
+			n = DeadUnreadable
+			d.log.Error("dead letters: the file cannot be read; its dead letters are not counted", "file", d.path, "err", err)
 		}
 	}
 	d.stamp, d.count = st, n

@@ -475,7 +475,8 @@ func (s *Spool) SetDead(b Batch, reason error) error {
 	return nil
 }
 
-// DeadCount is how many batches the dead-letter file holds.
+// DeadCount is how many batches the dead-letter file holds, or
+// DeadUnreadable when it is there but cannot be read.
 func (s *Spool) DeadCount() int { return s.dead.Count() }
 
 // Close closes the spool's file.
