@@ -98,11 +98,20 @@ func newDeadFile(dir string, log *slog.Logger) *deadFile {
 	return &deadFile{path: filepath.Join(dir, DeadFile), max: DeadMax, log: log}
 }
 
-// Count is how many dead letters the file holds (0 when it cannot be
-// read).
+// DeadUnreadable is what DeadCount returns when the dead-letter file is
+// there but cannot be read (past DeadMax, or the disk refuses): it may
+// hold any number of dead letters, and `spool dead list` names why.
+const DeadUnreadable = -1
+
+// Count is how many dead letters the file holds: 0 when there is none,
+// DeadUnreadable (logged at ERROR, once a change of the file) when it is
+// there but cannot be read.
 func (d *deadFile) Count() int {
 	fi, err := os.Stat(d.path)
 	st := deadStamp{}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return DeadUnreadable
+	}
 	if err == nil {
 		st = deadStamp{size: fi.Size(), mod: fi.ModTime(), ok: true}
 	}
@@ -113,8 +122,11 @@ func (d *deadFile) Count() int {
 	}
 	n := 0
 	if st.ok {
-		if list, err := readDead(d.path); err == nil {
-			n = len(list)
+		list, err := readDead(d.path)
+		n = len(list)
+		if err != nil {
+			n = DeadUnreadable
+			d.log.Error("dead letters: the file cannot be read; its dead letters are not counted", "file", d.path, "err", err)
 		}
 	}
 	d.stamp, d.count = st, n
@@ -172,10 +184,14 @@ func (d *deadFile) take(id string, keep func(Dead) error) (Dead, error) {
 		}
 		// The rewrite keeps only dead letters: a line that is none is
 		// set aside first, as it is.
+		lines := newUnreadLines(filepath.Dir(d.path), "dead letters", d.log)
 		for _, line := range unread {
-			if err := setAsideUnread(filepath.Dir(d.path), "dead letters", line, d.log); err != nil {
+			if err := lines.add(line); err != nil {
 				return fmt.Errorf("dead letters: %w", err)
 			}
+		}
+		if err := lines.flush(); err != nil {
+			return fmt.Errorf("dead letters: %w", err)
 		}
 		rest := append(list[:i:i], list[i+1:]...)
 		if err := rewriteDead(d.path, rest); err != nil {

@@ -165,6 +165,35 @@ func TestDead_AFileLargerThanItsBoundIsNotRead(t *testing.T) {
 	}
 }
 
+// TestDead_AFileLargerThanItsBoundIsCountedUnreadable: DeadCount (what
+// /readyz and boxbroker_spool_dead_letters say) of a dead-letter file
+// past its bound is DeadUnreadable, never 0 as though there were no dead
+// letters; and a count again once the file is readable.
+func TestDead_AFileLargerThanItsBoundIsCountedUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir)
+	if err := s.SetDead(batch("a"), store.ErrRejected); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.DeadCount(); n != 1 {
+		t.Fatalf("DeadCount = %d, want 1", n)
+	}
+	p := filepath.Join(dir, DeadFile)
+	kept := mustRead(t, p)
+	if err := os.Truncate(p, DeadMax+hole); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.DeadCount(); n != DeadUnreadable {
+		t.Errorf("DeadCount of a file past DeadMax = %d, want DeadUnreadable (%d)", n, DeadUnreadable)
+	}
+	if err := os.WriteFile(p, kept, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.DeadCount(); n != 1 {
+		t.Errorf("DeadCount once readable again = %d, want 1", n)
+	}
+}
+
 // TestEachLine_BoundsALine: eachLine passes every line of at most
 // lineMax bytes whole (the last with no newline too), and one longer to
 // long alone, with its offset and length.

@@ -98,6 +98,7 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 	// never held whole. The first reading takes its header and its
 	// batches' lines; the second its records, holding only those not
 	// yet done (a journal not rewritten for long holds many that are).
+	unread := newUnreadLines(dir, "journal", log)
 	err := eachLine(f, func(_ int64, raw []byte) error {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			return nil
@@ -111,7 +112,7 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 			// checksum does not match): set aside, as it is, for an
 			// operator to read. A batch whose begun line is damaged is
 			// known by its done line, which names its records too.
-			if uerr := setAsideUnread(dir, "journal", raw, log); uerr != nil {
+			if uerr := unread.add(raw); uerr != nil {
 				return uerr
 			}
 		case l.Gen != "":
@@ -134,6 +135,7 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 		longLine(log, "journal", f.Name(), off, n)
 		return nil
 	})
+	err = errors.Join(err, unread.flush())
 	if err != nil {
 		return fmt.Errorf("journal: recover: %w", err)
 	}

@@ -294,13 +294,15 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 	defer f.Close()
 	// Read a line at a time (eachLine), each at most MaxLine bytes: a
 	// spool file of gigabytes, damaged or put there, is never held whole.
+	unread := newUnreadLines(s.dir, "spool", s.log)
 	err = eachLine(f, func(_ int64, line []byte) error {
 		var b Batch
 		if jerr := json.Unmarshal(line, &b); jerr != nil || b.Key == "" {
 			// A line cut off by a crash mid-append (its Append never
 			// returned, so no one counted on it), or damaged: set
-			// aside, as it is, for an operator to read.
-			if uerr := setAsideUnread(s.dir, "spool", line, s.log); uerr != nil {
+			// aside, as it is, for an operator to read (together with
+			// the others, before the file is removed).
+			if uerr := unread.add(line); uerr != nil {
 				return uerr
 			}
 		} else if aerr := apply(ctx, b); errors.Is(aerr, errSetAside) {
@@ -322,6 +324,7 @@ func (s *Spool) replayOnce(ctx context.Context, apply func(context.Context, Batc
 		longLine(s.log, "spool", rp, off, size)
 		return nil
 	})
+	err = errors.Join(err, unread.flush())
 	if err != nil {
 		return n, false, fmt.Errorf("spool: replay: %w", err)
 	}
@@ -342,37 +345,102 @@ func fileSize(p string) int64 {
 	return 0
 }
 
-// setAsideUnread appends line, which what ("spool", "journal", "dead
-// letters") could not read, as it is (ended with a newline), to dir's
-// UnreadFile, synced, and logs it, unless a line the same is there
-// already (the same file replayed or recovered again). Past DeadMax bytes
-// the file takes no more: the line is logged as lost, at ERROR. It
-// returns an error when the file cannot be written.
-func setAsideUnread(dir, what string, line []byte, log *slog.Logger) error {
-	p := filepath.Join(dir, UnreadFile)
+// unreadFlushAt is how many bytes of lines an unreadLines holds before it
+// sets them aside: the bound of the file they go to.
+var unreadFlushAt int64 = DeadMax
+
+// appendUnread appends to the UnreadFile (AppendSynced), unless a test
+// counts its calls.
+var appendUnread = AppendSynced
+
+// unreadLines gathers the lines that one reading of a file (a replay, a
+// recovery, a rewrite of the dead letters) could not read, and sets them
+// aside in dir's UnreadFile together: as they are (each ended with a
+// newline), once (a line the same as one there already, or as one
+// gathered before, is not set aside again: the same file replayed or
+// recovered again), synced, each logged. The file is read and appended
+// to once a flush, and a flush comes at most every unreadFlushAt bytes
+// gathered (and at the reading's end), so a file of millions of damaged
+// lines is read in a time linear in its size; at most unreadFlushAt
+// bytes of lines are held, and the file's lines while one is flushed
+// (at most DeadMax bytes). Past DeadMax bytes the file takes no more: a
+// line is logged as lost, at ERROR.
+type unreadLines struct {
+	dir, what string
+	log       *slog.Logger
+	lines     [][]byte
+	seen      map[string]struct{} // the lines gathered, since the last flush
+	size      int
+}
+
+// newUnreadLines is an unreadLines of dir, for what, logging to log.
+func newUnreadLines(dir, what string, log *slog.Logger) *unreadLines {
+	return &unreadLines{dir: dir, what: what, log: log, seen: map[string]struct{}{}}
+}
+
+// add gathers line (copied: it may be a reader's buffer, eachLine). It
+// returns flush's error when the lines gathered reach unreadFlushAt.
+func (u *unreadLines) add(line []byte) error {
+	line = append(slices.Clip(bytes.TrimSuffix(line, []byte{'\n'})), '\n')
+	if _, dup := u.seen[string(line)]; dup {
+		return nil
+	}
+	u.seen[string(line)] = struct{}{}
+	u.lines = append(u.lines, line)
+	u.size += len(line)
+	if int64(u.size) >= unreadFlushAt {
+		return u.flush()
+	}
+	return nil
+}
+
+// flush sets the lines gathered aside: one read of the file, one synced
+// append. It returns an error when the file cannot be written (the lines
+// are kept, for the next flush).
+func (u *unreadLines) flush() error {
+	if len(u.lines) == 0 {
+		return nil
+	}
+	p := filepath.Join(u.dir, UnreadFile)
 	f, err := lockAt(nil, p, "the file keeps being replaced")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	defer filelock.Unlock(f)
-	// A copy: line may be a reader's buffer (eachLine), not to be written.
-	line = append(slices.Clip(bytes.TrimSuffix(line, []byte{'\n'})), '\n')
 	kept, err := io.ReadAll(io.NewSectionReader(f, 0, DeadMax))
 	if err != nil {
 		return err
 	}
-	switch {
-	case bytes.HasPrefix(kept, line) || bytes.Contains(kept, append([]byte{'\n'}, line...)):
-		return nil
-	case int64(len(kept)+len(line)) > DeadMax:
-		log.Error(what+": a line that is no record is lost: the file of lines set aside is full", "bytes", len(line), "file", p)
-		return nil
+	there := map[string]struct{}{}
+	for l := range bytes.Lines(kept) {
+		if l[len(l)-1] == '\n' {
+			there[string(l)] = struct{}{}
+		}
 	}
-	if _, err := AppendSynced(f, line); err != nil {
-		return fmt.Errorf("a line that is no record cannot be set aside: %w", err)
+	size := int64(len(kept))
+	var buf []byte
+	var added []int
+	for _, line := range u.lines {
+		_, dup := there[string(line)]
+		switch {
+		case dup:
+		case size+int64(len(buf)+len(line)) > DeadMax:
+			u.log.Error(u.what+": a line that is no record is lost: the file of lines set aside is full", "bytes", len(line), "file", p)
+		default:
+			buf = append(buf, line...)
+			added = append(added, len(line))
+		}
 	}
-	log.Warn(what+": a line that is no record is set aside", "bytes", len(line), "file", p)
+	if len(buf) > 0 {
+		if _, err := appendUnread(f, buf); err != nil {
+			return fmt.Errorf("a line that is no record cannot be set aside: %w", err)
+		}
+	}
+	for _, n := range added {
+		u.log.Warn(u.what+": a line that is no record is set aside", "bytes", n, "file", p)
+	}
+	u.lines, u.size, u.seen = nil, 0, map[string]struct{}{}
 	return nil
 }
 
@@ -407,7 +475,8 @@ func (s *Spool) SetDead(b Batch, reason error) error {
 	return nil
 }
 
-// DeadCount is how many batches the dead-letter file holds.
+// DeadCount is how many batches the dead-letter file holds, or
+// DeadUnreadable when it is there but cannot be read.
 func (s *Spool) DeadCount() int { return s.dead.Count() }
 
 // Close closes the spool's file.

@@ -234,7 +234,12 @@ func writeFailure(err error) string {
 // ready, as its calls are recorded, and says it is degraded until an
 // operator retries or drops them.
 func readyDeadLetters(out map[string]any, n int) {
-	if n == 0 {
+	switch {
+	case n == 0:
+		return
+	case n < 0: // outbox.DeadUnreadable
+		out["deadLetters"] = "unreadable"
+		out["spool"] = "degraded: the file of batches the store refuses cannot be read; see boxbroker spool dead list"
 		return
 	}
 	out["deadLetters"] = n
