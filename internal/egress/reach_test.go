@@ -4,7 +4,6 @@ package egress
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,60 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/dns/dnsmessage"
-
 	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/store"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
-
-// fakeDNS is a resolver whose every query is answered, in this process,
-// with the addresses of addrs of the family asked for: a name whose DNS
-// someone else keeps, answering what they like.
-func fakeDNS(addrs ...netip.Addr) *net.Resolver {
-	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
-		c, s := net.Pipe()
-		go serveDNS(s, addrs)
-		return c, nil
-	}}
-}
-
-// serveDNS answers the queries read from c, framed as over TCP, until c
-// is closed.
-func serveDNS(c net.Conn, addrs []netip.Addr) {
-	defer c.Close()
-	for {
-		var n [2]byte
-		if _, err := io.ReadFull(c, n[:]); err != nil {
-			return
-		}
-		q := make([]byte, binary.BigEndian.Uint16(n[:]))
-		if _, err := io.ReadFull(c, q); err != nil {
-			return
-		}
-		var m dnsmessage.Message
-		if err := m.Unpack(q); err != nil || len(m.Questions) != 1 {
-			return
-		}
-		qn := m.Questions[0]
-		m.Header.Response, m.Header.Authoritative = true, true
-		for _, a := range addrs {
-			h := dnsmessage.ResourceHeader{Name: qn.Name, Type: qn.Type, Class: dnsmessage.ClassINET, TTL: 1}
-			switch {
-			case qn.Type == dnsmessage.TypeA && a.Is4():
-				m.Answers = append(m.Answers, dnsmessage.Resource{Header: h, Body: &dnsmessage.AResource{A: a.As4()}})
-			case qn.Type == dnsmessage.TypeAAAA && a.Is6():
-				m.Answers = append(m.Answers, dnsmessage.Resource{Header: h, Body: &dnsmessage.AAAAResource{AAAA: a.As16()}})
-			}
-		}
-		b, err := m.Pack()
-		if err != nil {
-			return
-		}
-		if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)); err != nil {
-			return
-		}
-	}
-}
 
 // listening is a server on loopback that counts the connections made to
 // it, and its port.
@@ -107,7 +56,7 @@ func TestTransport_NameIsNeverDialledAtThisMachineOrTheMetadataService(t *testin
 		"169.254.169.254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "fe80::1", "fd00:ec2::254", "100.100.100.200"}
 	for _, at := range refused {
 		t.Run(at, func(t *testing.T) {
-			tr := newTransport(proxy.TransportOptions{Resolver: fakeDNS(netip.MustParseAddr(at)), DialTimeout: 5 * time.Second})
+			tr := newTransport(proxy.TransportOptions{Resolver: upstreamtest.FakeDNS(netip.MustParseAddr(at)), DialTimeout: 5 * time.Second})
 			defer tr.CloseIdleConnections()
 			u, _ := url.Parse("http://api.rebind.example:" + port)
 			ctx := context.WithValue(t.Context(), ctxKey{}, &flight{target: u, addr: dialAddr(u)})
@@ -125,7 +74,7 @@ func TestTransport_NameIsNeverDialledAtThisMachineOrTheMetadataService(t *testin
 		})
 	}
 	for _, host := range []string{"localhost", "LocalHost.", "127.0.0.1"} {
-		tr := newTransport(proxy.TransportOptions{Resolver: fakeDNS(netip.MustParseAddr("127.0.0.1"))})
+		tr := newTransport(proxy.TransportOptions{Resolver: upstreamtest.FakeDNS(netip.MustParseAddr("127.0.0.1"))})
 		u := &url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}
 		ctx := context.WithValue(t.Context(), ctxKey{}, &flight{target: u, addr: dialAddr(u)})
 		c, err := tr.DialContext(ctx, "tcp", u.Host)
@@ -150,7 +99,7 @@ func TestEgress_SecretsHostAnsweringWithThisMachineIsRefused(t *testing.T) {
 	}
 	st := &benchStore{secs: map[string]map[string]store.Secret{"shop": {}}}
 	c, err := New(Config{Secrets: st, List: st, Keyring: kr, Logger: slog.New(slog.DiscardHandler),
-		TransportOptions: proxy.TransportOptions{Resolver: fakeDNS(netip.MustParseAddr("127.0.0.1"))}})
+		TransportOptions: proxy.TransportOptions{Resolver: upstreamtest.FakeDNS(netip.MustParseAddr("127.0.0.1"))}})
 	if err != nil {
 		t.Fatal(err)
 	}

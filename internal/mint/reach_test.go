@@ -3,9 +3,6 @@
 package mint
 
 import (
-	"context"
-	"encoding/binary"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,9 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"golang.org/x/net/dns/dnsmessage"
-
 	"github.com/intentius/boxbroker/internal/secrets"
+	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
 
 // An oauth2 secret's token endpoint named by a name whose DNS answers,
@@ -43,7 +39,7 @@ func TestMint_TokenEndpointNameIsNeverDialledAtThisMachine(t *testing.T) {
 	}
 	for _, at := range []string{"127.0.0.1", "::ffff:127.0.0.1", "0.0.0.0"} {
 		t.Run(at, func(t *testing.T) {
-			m, err := NewMinter(Config{Keyring: kr, Logger: slog.New(slog.DiscardHandler), resolver: fakeDNS(netip.MustParseAddr(at))})
+			m, err := NewMinter(Config{Keyring: kr, Logger: slog.New(slog.DiscardHandler), resolver: upstreamtest.FakeDNS(netip.MustParseAddr(at))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,53 +56,5 @@ func TestMint_TokenEndpointNameIsNeverDialledAtThisMachine(t *testing.T) {
 				t.Errorf("the mint made %d connections to this machine through a name answering %s", n, at)
 			}
 		})
-	}
-}
-
-// fakeDNS is a resolver whose every query is answered, in this process,
-// with the addresses of addrs of the family asked for.
-func fakeDNS(addrs ...netip.Addr) *net.Resolver {
-	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
-		c, s := net.Pipe()
-		go serveDNS(s, addrs)
-		return c, nil
-	}}
-}
-
-// serveDNS answers the queries read from c, framed as over TCP, until c
-// is closed.
-func serveDNS(c net.Conn, addrs []netip.Addr) {
-	defer c.Close()
-	for {
-		var n [2]byte
-		if _, err := io.ReadFull(c, n[:]); err != nil {
-			return
-		}
-		q := make([]byte, binary.BigEndian.Uint16(n[:]))
-		if _, err := io.ReadFull(c, q); err != nil {
-			return
-		}
-		var m dnsmessage.Message
-		if err := m.Unpack(q); err != nil || len(m.Questions) != 1 {
-			return
-		}
-		qn := m.Questions[0]
-		m.Header.Response, m.Header.Authoritative = true, true
-		for _, a := range addrs {
-			h := dnsmessage.ResourceHeader{Name: qn.Name, Type: qn.Type, Class: dnsmessage.ClassINET, TTL: 1}
-			switch {
-			case qn.Type == dnsmessage.TypeA && a.Is4():
-				m.Answers = append(m.Answers, dnsmessage.Resource{Header: h, Body: &dnsmessage.AResource{A: a.As4()}})
-			case qn.Type == dnsmessage.TypeAAAA && a.Is6():
-				m.Answers = append(m.Answers, dnsmessage.Resource{Header: h, Body: &dnsmessage.AAAAResource{AAAA: a.As16()}})
-			}
-		}
-		b, err := m.Pack()
-		if err != nil {
-			return
-		}
-		if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)); err != nil {
-			return
-		}
 	}
 }
