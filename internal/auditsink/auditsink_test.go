@@ -562,38 +562,16 @@ func TestSink_BacklogFileBoundedWhileTheSinkRefuses(t *testing.T) {
 // the journal's and the spool's readers set such a line aside and go on.
 // The store keeps the row.
 func TestSink_DamagedLineIsDroppedAtOpen(t *testing.T) {
-	dir := t.TempDir()
-	rc, u := newReceiver(t, 0)
-	s := open(t, dir, u, nil, 0, 100)
-	for i := range 3 {
-		if err := s.Append(fmt.Sprintf("k%d", i), entries(i, 1)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "auditsink", "backlog-*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("backlog files %v, want one", files)
-	}
-	data, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(data, []byte{'\n'})
+	dir, rc, u, file, lines := closedBacklog(t, 3)
 	lines[1] = bytes.Repeat([]byte{0}, len(lines[1])-1)
 	lines[1] = append(lines[1], '\n')
-	if err := os.WriteFile(files[0], bytes.Join(lines, nil), 0o600); err != nil {
+	if err := os.WriteFile(file, bytes.Join(lines, nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	s2, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, Batch: 100, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
-		Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s2, reg, err := openDamaged(t, dir, u)
 	if err != nil {
 		t.Fatalf("Open with a damaged line in the backlog: %v", err)
 	}
-	t.Cleanup(func() { s2.Close() })
 	if got := s2.Backlog(); got != 2 {
 		t.Errorf("Backlog() = %d, want the 2 rows around the damaged line", got)
 	}
@@ -613,10 +591,46 @@ func TestSink_DamagedLineIsDroppedAtOpen(t *testing.T) {
 // held whole, dropped from the stream and counted as a damaged line is,
 // and the rows around it are sent.
 func TestSink_HugeLineIsDroppedAtOpen(t *testing.T) {
-	dir := t.TempDir()
-	rc, u := newReceiver(t, 0)
+	dir, rc, u, file, lines := closedBacklog(t, 2)
+	const hole = 64 << 20
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Row 0, a line of hole NUL bytes (sparse), then row 1.
+	if _, err := f.Write(lines[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(len(lines[0])) + hole); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(append([]byte{'\n'}, lines[1]...), int64(len(lines[0]))+hole); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s2, reg, err := openDamaged(t, dir, u)
+	if err != nil {
+		t.Fatalf("Open with a line of %d bytes in the backlog: %v", hole, err)
+	}
+	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 1 {
+		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 1", got)
+	}
+	run(t, s2)
+	rows := rc.waitRows(t, 2)
+	if len(rows) != 2 || rows[0].Message != "row 0" || rows[1].Message != "row 1" {
+		t.Errorf("rows sent %+v, want row 0 and row 1", rows)
+	}
+}
+
+// closedBacklog appends n rows (row 0, row 1, ...) to a sink that cannot
+// send them, closes it, and returns its directory, a receiver for a sink
+// opened there again, and the backlog's one file with its lines.
+func closedBacklog(t *testing.T, n int) (dir string, rc *receiver, u *url.URL, file string, lines [][]byte) {
+	t.Helper()
+	dir = t.TempDir()
+	rc, u = newReceiver(t, 0)
 	s := open(t, dir, u, nil, 0, 100)
-	for i := range 2 {
+	for i := range n {
 		if err := s.Append(fmt.Sprintf("k%d", i), entries(i, 1)); err != nil {
 			t.Fatal(err)
 		}
@@ -632,36 +646,18 @@ func TestSink_HugeLineIsDroppedAtOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := bytes.SplitAfter(data, []byte{'\n'})
-	const hole = 64 << 20
-	f, err := os.OpenFile(files[0], os.O_RDWR|os.O_TRUNC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Row 0, a line of hole NUL bytes (sparse), then row 1.
-	if _, err := f.Write(lines[0]); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(int64(len(lines[0])) + hole); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(append([]byte{'\n'}, lines[1]...), int64(len(lines[0]))+hole); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	return dir, rc, u, files[0], bytes.SplitAfter(data, []byte{'\n'})
+}
+
+// openDamaged opens the sink of dir again, sending to u, with a registry of its
+// own; it is closed when the test ends.
+func openDamaged(t *testing.T, dir string, u *url.URL) (*auditsink.Sink, *prometheus.Registry, error) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	s2, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, Batch: 100, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+	s, err := auditsink.Open(auditsink.Config{URL: u, Dir: dir, Batch: 100, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
 		Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatalf("Open with a line of %d bytes in the backlog: %v", hole, err)
+	if err == nil {
+		t.Cleanup(func() { s.Close() })
 	}
-	t.Cleanup(func() { s2.Close() })
-	if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != 1 {
-		t.Errorf("boxbroker_audit_sink_dropped_total = %v, want 1", got)
-	}
-	run(t, s2)
-	rows := rc.waitRows(t, 2)
-	if len(rows) != 2 || rows[0].Message != "row 0" || rows[1].Message != "row 1" {
-		t.Errorf("rows sent %+v, want row 0 and row 1", rows)
-	}
+	return s, reg, err
 }
