@@ -37,10 +37,7 @@ func TestServe_LinkPlantedInTheDataDirectory(t *testing.T) {
 	for _, name := range plantedNames {
 		t.Run(name, func(t *testing.T) {
 			dir := groupDataDir(t, name)
-			victim := filepath.Join(t.TempDir(), "operators-file")
-			if err := os.WriteFile(victim, []byte("the operator's own\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			victim := operatorsFile(t)
 			p := filepath.Join(dir, name)
 			if err := os.Symlink(victim, p); err != nil {
 				t.Fatal(err)
@@ -49,12 +46,7 @@ func TestServe_LinkPlantedInTheDataDirectory(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "a link") {
 				t.Errorf("New with %s a link = %v, want a refusal naming it a link", name, err)
 			}
-			if b, _ := os.ReadFile(victim); string(b) != "the operator's own\n" {
-				t.Errorf("the file %s links to holds %q, want it untouched", name, b)
-			}
-			if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
-				t.Errorf("the file %s links to is mode %v (%v), want its 0644 kept", name, fi.Mode().Perm(), err)
-			}
+			keptUntouched(t, name, victim)
 		})
 	}
 }
@@ -68,10 +60,7 @@ func TestServe_HardLinkPlantedInTheDataDirectory(t *testing.T) {
 	for _, name := range plantedNames {
 		t.Run(name, func(t *testing.T) {
 			dir := groupDataDir(t, name)
-			victim := filepath.Join(t.TempDir(), "operators-file")
-			if err := os.WriteFile(victim, []byte("the operator's own\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			victim := operatorsFile(t)
 			p := filepath.Join(dir, name)
 			if err := os.Link(victim, p); err != nil {
 				t.Skip("no hard link here:", err)
@@ -80,12 +69,7 @@ func TestServe_HardLinkPlantedInTheDataDirectory(t *testing.T) {
 			if !errors.Is(err, filelock.ErrHardLinked) || !strings.Contains(err.Error(), p) {
 				t.Errorf("New with %s a hard link = %v, want a refusal naming it (ErrHardLinked)", name, err)
 			}
-			if b, _ := os.ReadFile(victim); string(b) != "the operator's own\n" {
-				t.Errorf("the file %s links to holds %q, want it untouched", name, b)
-			}
-			if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
-				t.Errorf("the file %s links to is mode %v (%v), want its 0644 kept", name, fi.Mode().Perm(), err)
-			}
+			keptUntouched(t, name, victim)
 		})
 	}
 }
@@ -140,4 +124,27 @@ func newServer(t *testing.T, dir string) error {
 		_ = srv.Close()
 	}
 	return err
+}
+
+// operatorsFile is a file of the operator's, mode 0644, outside the data
+// directory, for a planted link to point at.
+func operatorsFile(t *testing.T) string {
+	t.Helper()
+	victim := filepath.Join(t.TempDir(), "operators-file")
+	if err := os.WriteFile(victim, []byte("the operator's own\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return victim
+}
+
+// keptUntouched fails t unless victim (operatorsFile's) holds what it held
+// and keeps its mode, though name in the data directory linked to it.
+func keptUntouched(t *testing.T, name, victim string) {
+	t.Helper()
+	if b, _ := os.ReadFile(victim); string(b) != "the operator's own\n" {
+		t.Errorf("the file %s links to holds %q, want it untouched", name, b)
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the file %s links to is mode %v (%v), want its 0644 kept", name, fi.Mode().Perm(), err)
+	}
 }
