@@ -71,17 +71,13 @@ func TestBudget_CallInFlightOfARemovedBoxChargesNotTheNewBox(t *testing.T) {
 	up, arrived, release := heldUpstream()
 	b, tok := newBroker(t, brokertest.Options{Anthropic: up})
 	st, ctx := b.Server.Store, context.Background()
-	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	fiveDollars(t, st)
 	done := inFlight(t, b, tok, arrived)
 	if err := st.DeleteBox(ctx, "salad"); err != nil {
 		t.Fatal(err)
 	}
 	b.AddBox("salad")
-	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	fiveDollars(t, st)
 	release()
 	answered(t, b, <-done)
 	untouched(t, st, "salad", spend.Month(time.Now()))
@@ -96,9 +92,7 @@ func TestBudget_CallOfARemovedBoxAdmittedFromMemoryReservesNothing(t *testing.T)
 	u := brokertest.NewUnheard(t)
 	b, tok := newBroker(t, brokertest.Options{Store: u})
 	st, ctx := u.Store, context.Background()
-	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	fiveDollars(t, st)
 	// The broker's memory holds the box, its report and its budget, as
 	// after any call of it, and has heard of every change so far.
 	b.Sync()
@@ -117,9 +111,7 @@ func TestBudget_CallOfARemovedBoxAdmittedFromMemoryReservesNothing(t *testing.T)
 	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: "the new box's token hash", CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	fiveDollars(t, st)
 	answered(t, b, post(b, tok, messagesBody("claude-haiku-4-5", 100, false)))
 	untouched(t, st, "salad", spend.Month(time.Now()))
 }
@@ -131,9 +123,7 @@ func TestBudget_RotationWithNoGraceMidCallIsCharged(t *testing.T) {
 	up, arrived, release := heldUpstream()
 	b, tok := newBroker(t, brokertest.Options{Anthropic: up})
 	st, ctx := b.Server.Store, context.Background()
-	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	fiveDollars(t, st)
 	done := inFlight(t, b, tok, arrived)
 	next, err := token.NewBox()
 	if err != nil {
@@ -149,4 +139,12 @@ func TestBudget_RotationWithNoGraceMidCallIsCharged(t *testing.T) {
 		t.Errorf("spent = %d after the call, want its charge", spent)
 	}
 	brokertest.Usage(t, st, "salad", month, 1)
+}
+
+// fiveDollars gives the box salad a monthly budget of $5.
+func fiveDollars(t *testing.T, st store.Store) {
+	t.Helper()
+	if err := st.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 }
