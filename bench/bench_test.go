@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,5 +163,22 @@ func TestThroughput_KeepsFirstOfMixedErrors(t *testing.T) {
 	throughput(t.Context(), &path{name: "mixed", base: up.URL}, &benchCase{name: "small", body: smallBody(), conc: 4}, 300*time.Millisecond, 0, 20, &r)
 	if r.errors < 2 || r.firstErr == "" || r.requests != 0 {
 		t.Errorf("throughput = %d ok, %d errors, first %q; want only errors, the first kept", r.requests, r.errors, r.firstErr)
+	}
+}
+
+func TestTargets_NotRunNamesTheMissingPath(t *testing.T) {
+	results := []result{
+		{path: "direct", cas: "small", rps: 100, p50: time.Millisecond, cpu10k: -1},
+		{path: "boxbroker", cas: "small", rps: 50, p50: 2 * time.Millisecond, cpu10k: 1},
+		{path: "floor", cas: "small", skipped: "-no-floor", cpu10k: -1},
+	}
+	var b strings.Builder
+	printResults(&b, results, nil, nil, &options{})
+	out := b.String()
+	if !strings.Contains(out, "NOT RUN small calls: p50 within 100µs of the floor's (no floor figures)") {
+		t.Errorf("targets with the floor skipped:\n%s\nwant the small p50 target to name the floor's figures as missing", out)
+	}
+	if !strings.Contains(out, "NOT RUN SSE: first event within 200µs of the floor's (no sse figures)") {
+		t.Errorf("targets without the sse case:\n%s\nwant the SSE target to name the sse figures as missing", out)
 	}
 }

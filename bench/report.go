@@ -146,13 +146,15 @@ func printResults(w io.Writer, results []result, held []streamsResult, notes []s
 		fl, bb := r["floor"], r["boxbroker"]
 		check(w, fmt.Sprintf("SSE: first event p50 %s after the floor's, within %s", signedUS(bb.ttfe50-fl.ttfe50), us(targetTTFE)), bb.ttfe50-fl.ttfe50 <= targetTTFE)
 	} else {
-		notRun(w, fmt.Sprintf("SSE: first event within %s of the floor's (no sse figures)", us(targetTTFE)))
+		notRun(w, fmt.Sprintf("SSE: first event within %s of the floor's (no %s figures)", us(targetTTFE),
+			lacking(byCase, "sse", func(r result) bool { return r.ttfe50 > 0 })))
 	}
 	if r, ok := byCase["small"]; ok && r["floor"].p50 > 0 && r["boxbroker"].p50 > 0 {
 		fl, bb := r["floor"], r["boxbroker"]
 		check(w, fmt.Sprintf("small calls at %.0f/s: p50 %s over the floor's ≤ %s", bb.rate, signedUS(bb.p50-fl.p50), us(targetAddedP50)), bb.p50-fl.p50 <= targetAddedP50)
 	} else {
-		notRun(w, fmt.Sprintf("small calls: p50 within %s of the floor's (no small figures)", us(targetAddedP50)))
+		notRun(w, fmt.Sprintf("small calls: p50 within %s of the floor's (no %s figures)", us(targetAddedP50),
+			lacking(byCase, "small", func(r result) bool { return r.p50 > 0 })))
 	}
 	var most *streamsResult
 	for i, h := range held {
@@ -210,6 +212,22 @@ func medianOf(rs []result) result {
 		out.cpu10k = cpu / reqs * 10000
 	}
 	return out
+}
+
+// lacking names what a target comparing boxbroker with the floor on cas
+// has no figures of: the case when it did not run, else the first of
+// floor and boxbroker whose figure (has) is missing.
+func lacking(byCase map[string]map[string]result, cas string, has func(result) bool) string {
+	r, ok := byCase[cas]
+	if !ok {
+		return cas
+	}
+	for _, p := range []string{"floor", "boxbroker"} {
+		if x, ok := r[p]; !ok || x.skipped != "" || !has(x) {
+			return p
+		}
+	}
+	return cas
 }
 
 func notRun(w io.Writer, what string) {
