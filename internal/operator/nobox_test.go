@@ -73,3 +73,48 @@ func TestService_NoProposalSaysID(t *testing.T) {
 		}
 	}
 }
+
+// TestService_ValueOfOnlySpacesIsRefused: a credential, a visitor's key
+// or a secret whose value is only spaces (a header sends it as empty)
+// is refused as such, whichever front end gives it, and nothing is kept.
+func TestService_ValueOfOnlySpacesIsRefused(t *testing.T) {
+	svc, _, _ := newService(t)
+	ctx := context.Background()
+	if _, err := svc.AddBox(ctx, operator.NewBox{Name: "shop"}); err != nil {
+		t.Fatal(err)
+	}
+	actions := []struct {
+		name string
+		do   func() error
+	}{
+		{"SetCredential", func() error { _, err := svc.SetCredential(ctx, "anthropic", "", []byte("   ")); return err }},
+		{"SetVisitor", func() error { _, err := svc.SetVisitor(ctx, "github:ann", "", []byte(" ")); return err }},
+		{"SetSecret", func() error {
+			_, err := svc.SetSecret(ctx, "shop", "GITHUB", operator.SecretValue{Host: "https://api.github.com", Value: "  "})
+			return err
+		}},
+	}
+	for _, a := range actions {
+		t.Run(a.name, func(t *testing.T) {
+			var oe *operator.Error
+			if err := a.do(); !errors.As(err, &oe) || oe.Code != operator.Invalid || !strings.Contains(oe.Message, "value is only spaces") {
+				t.Errorf("%s with a value of spaces = %v, want Invalid saying the value is only spaces", a.name, err)
+			}
+		})
+	}
+	if secs, err := svc.ListSecrets(ctx, "shop"); err != nil || len(secs) != 0 {
+		t.Errorf("secrets kept = %+v, %v; want none", secs, err)
+	}
+}
+
+// TestSecretHost_MessageReadsAsOneSentence: a refused secret host is said
+// in one sentence, with no "the host" repeated after "The secret's host".
+func TestSecretHost_MessageReadsAsOneSentence(t *testing.T) {
+	for _, h := range []string{"api.github.com", "ftp://api.github.com", "https://user:pw@api.github.com", "https://api.github.com?x=1", "not a url\x7f"} {
+		_, err := operator.SecretHost(h)
+		var oe *operator.Error
+		if !errors.As(err, &oe) || !strings.HasPrefix(oe.Message, "The secret's host ") || strings.Contains(oe.Message, "host the host") || strings.Contains(oe.Message, "pw") {
+			t.Errorf("SecretHost(%q) = %v, want one sentence beginning \"The secret's host\", naming no password", h, err)
+		}
+	}
+}

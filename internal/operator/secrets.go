@@ -82,11 +82,15 @@ type SecretValue struct {
 	Keep bool `json:"-"`
 }
 
-// CheckValue refuses a value that is empty, too long, or holds a byte
-// that cannot go in a header. The message never repeats the value.
+// CheckValue refuses a value that is empty, only spaces (which a header
+// sends as empty), too long, or holds a byte that cannot go in a header.
+// The message never repeats the value.
 func CheckValue(what, v string) error {
 	if v == "" {
 		return Errorf(Invalid, "The %s's value is empty.", what)
+	}
+	if strings.Trim(v, " ") == "" {
+		return Errorf(Invalid, "The %s's value is only spaces.", what)
 	}
 	if len(v) > MaxValue {
 		return Errorf(Invalid, "The %s's value is over %d bytes.", what, MaxValue)
@@ -126,7 +130,9 @@ func SecretHost(h string) (string, error) {
 	if err != nil || len(h) > 2048 {
 		msg := "A secret's host is the one base URL it may be sent to, such as https://api.github.com: http(s), with a host and no credentials, query or fragment."
 		if err != nil {
-			msg = "The secret's host " + err.Error() + "."
+			// ParseSecretHost's text begins "the host ..." or with the
+			// URL quoted: either way it follows "The secret's host".
+			msg = "The secret's host " + strings.TrimPrefix(err.Error(), "the host ") + "."
 		}
 		return "", Errorf(Invalid, "%s", msg)
 	}
