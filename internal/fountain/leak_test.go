@@ -501,6 +501,9 @@ func TestFountain_QueryOrFormNotReadWholeIsRefused(t *testing.T) {
 			if reached := len(br.Fountain.Seen()) - before; tt.want == 400 && reached != 0 {
 				t.Errorf("%s %s: Fountain received %d, want none", tt.method, tt.path, reached)
 			}
+			if tt.want == 400 && !strings.Contains(msg, `join parameters with "&" and write a "%" itself as %25`) {
+				t.Errorf("%s %s: refusal %q, want it to say what to send instead", tt.method, tt.path, msg)
+			}
 		})
 	}
 }

@@ -298,7 +298,7 @@ var errOverride = capability.Refuse(capability.ReasonInvalid,
 // whole.
 func notWhole(what string) error {
 	return capability.Refuse(capability.ReasonInvalid,
-		"The request's %s is not one the broker can read whole (a \";\" between its parameters, or a \"%%\" that escapes nothing), so the broker cannot check that the ids it names are this box's.", what)
+		"The request's %s is not one the broker can read whole (a \";\" between its parameters, or a \"%%\" that escapes nothing), so the broker cannot check that the ids it names are this box's: join parameters with \"&\" and write a \"%%\" itself as %%25.", what)
 }
 
 // multipartIDs returns the ids a multipart body with that
