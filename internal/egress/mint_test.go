@@ -294,13 +294,7 @@ func TestMint_GitHubApp(t *testing.T) {
 	}
 
 	// Every mint is audited, without the token.
-	if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := e.audited(t)
 	var mints, refusals int
 	for _, en := range entries {
 		if en.Method != "MINT" {
@@ -429,8 +423,6 @@ func TestMint_OAuth2(t *testing.T) {
 	}
 }
 
-// TestMint_ConcurrentCallsMintOnce: 50 concurrent calls for a token not
-// yet minted make one request to the token endpoint.
 // TestMint_AuditedMintReadsAsEnglish: an oauth2 mint's audit message
 // says "minted an oauth2 token", with the article its kind takes.
 func TestMint_AuditedMintReadsAsEnglish(t *testing.T) {
@@ -441,13 +433,7 @@ func TestMint_AuditedMintReadsAsEnglish(t *testing.T) {
 	if status, body := e.call(t, "API"); status != http.StatusOK {
 		t.Fatalf("call = %d %s, want 200", status, body)
 	}
-	if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := e.audited(t)
 	var msgs []string
 	for _, en := range entries {
 		if en.Method == "MINT" {
@@ -459,6 +445,8 @@ func TestMint_AuditedMintReadsAsEnglish(t *testing.T) {
 	}
 }
 
+// TestMint_ConcurrentCallsMintOnce: 50 concurrent calls for a token not
+// yet minted make one request to the token endpoint.
 func TestMint_ConcurrentCallsMintOnce(t *testing.T) {
 	var e *mintEnv
 	o := &oauthStandIn{e: &e, refresh: "rt-first", gate: make(chan struct{}), arrived: make(chan struct{}, 1)}
@@ -704,13 +692,7 @@ func TestMint_ErrorAnsweredWith200IsARefusal(t *testing.T) {
 			if len(e.minted) != before {
 				t.Errorf("the refusal answered with a 200 was asked again %s on", mint.DefaultRemintEvery)
 			}
-			if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
+			entries := e.audited(t)
 			var kept strings.Builder
 			refusals := 0
 			for _, en := range entries {
@@ -840,4 +822,17 @@ func newReuseDetectingEnv(t *testing.T) (e *mintEnv, flaky *flakyMints, revoked 
 		defer mu.Unlock()
 		return burnt
 	}
+}
+
+// audited is the box shop's audit entries, once the audit is written out.
+func (e *mintEnv) audited(t *testing.T) []store.AuditEntry {
+	t.Helper()
+	if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/mint"
-	"github.com/intentius/boxbroker/internal/store"
 )
 
 // TestMint_RequestsAnswered401DoNotStormTheTokenEndpoint is the attack
@@ -137,13 +136,7 @@ func TestMint_RateLimitedEndpointIsNotARefusedGrant(t *testing.T) {
 			if st := mint.State(sec, states, e.clock.Now()); strings.Contains(st, "REFUSED") || strings.Contains(st, "renew") || !strings.Contains(st, "rate-limited") {
 				t.Errorf("State = %q, want rate-limited, not refused", st)
 			}
-			if err := e.br.Server.Audit.Sync(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			entries, err := e.br.Server.Store.ListAudit(t.Context(), store.AuditQuery{Box: "shop", Limit: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
+			entries := e.audited(t)
 			var reasons []string
 			for _, en := range entries {
 				if en.Method == "MINT" {
