@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/netip"
 	"net/textproto"
 	"sync"
 	"syscall"
@@ -166,15 +165,11 @@ func reach(ctx context.Context, _, address string, _ syscall.RawConn) error {
 	if f == nil {
 		return errElsewhere
 	}
-	ip, _, err := net.SplitHostPort(address)
-	if err != nil {
+	a, ok := proxy.ReachableAt(f.target.Hostname(), address)
+	switch {
+	case !a.IsValid():
 		return errElsewhere
-	}
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return errElsewhere
-	}
-	if !proxy.Reachable(f.target.Hostname(), a) {
+	case !ok:
 		return fmt.Errorf("%w: %s is at %s", errAddress, f.target.Hostname(), a)
 	}
 	return nil

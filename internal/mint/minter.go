@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"sync"
@@ -203,7 +202,7 @@ var errAddress = errors.New("mint: the token endpoint's name answers an address 
 // reach is the default Transport's dialer's check of address, an IP
 // address and port a connection for a minting request is about to be
 // made to: the token endpoint's name is judged as egress judges a
-// secret's host (proxy.Reachable), as the address reached, after the
+// secret's host (proxy.ReachableAt), as the address reached, after the
 // name is looked up, so that a token endpoint whose DNS answers this
 // machine or a cloud metadata service is not sent the secret's
 // credentials.
@@ -213,12 +212,7 @@ func reach(ctx context.Context, _, address string, _ syscall.RawConn) error {
 	if want == "" || err != nil {
 		return errNotPinned
 	}
-	ip, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return errAddress
-	}
-	a, err := netip.ParseAddr(ip)
-	if err != nil || !proxy.Reachable(u.Hostname(), a) {
+	if _, ok := proxy.ReachableAt(u.Hostname(), address); !ok {
 		return errAddress
 	}
 	return nil

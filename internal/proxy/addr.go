@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -31,8 +32,9 @@ var (
 )
 
 // Reachable reports whether a host named host (a secret's, or a token
-// endpoint's) may be reached at a. A host written as an IP address is reached at it, whatever it
-// is: the operator named it. A name is answered for by whoever keeps its
+// endpoint's) may be reached at a. A host written as an IP address is
+// reached at it, whatever it is: the operator named it. A name is
+// answered for by whoever keeps its
 // DNS, which may be someone else than the operator, and may answer
 // otherwise at each lookup (DNS rebinding): it is never reached at an
 // unspecified address (0.0.0.0, which reaches this machine), link-local
@@ -56,6 +58,21 @@ func Reachable(host string, a netip.Addr) bool {
 		return h == "localhost" || strings.HasSuffix(h, ".localhost")
 	}
 	return true
+}
+
+// ReachableAt is Reachable for address, the "ip:port" a dialer is about
+// to connect to (a net.Dialer's ControlContext is given it): a, the
+// address's IP (invalid for an address that is none), and whether host
+// may be reached at it.
+func ReachableAt(host, address string) (a netip.Addr, ok bool) {
+	ip, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	if a, err = netip.ParseAddr(ip); err != nil {
+		return netip.Addr{}, false
+	}
+	return a, Reachable(host, a)
 }
 
 var (
