@@ -661,3 +661,54 @@ func openDamaged(t *testing.T, dir string, u *url.URL) (*auditsink.Sink, *promet
 	}
 	return s, reg, err
 }
+
+// TestSink_LineTheBacklogEndsInWithNoNewlineIsCutOff: the last line of
+// the backlog with no newline was cut short by a stop mid-write (never
+// synced, so never kept): it is cut off the file at open, uncounted,
+// however long; a line longer than any row that ends in its newline is
+// a damaged line, dropped and counted. The rows before it are sent.
+func TestSink_LineTheBacklogEndsInWithNoNewlineIsCutOff(t *testing.T) {
+	tests := []struct {
+		name    string
+		tail    func(row []byte) []byte
+		dropped float64
+		cut     bool
+	}{
+		{"a row cut short", func(row []byte) []byte { return row[:len(row)/2] }, 0, true},
+		{"a line past the bound cut short", func([]byte) []byte { return bytes.Repeat([]byte{'x'}, 2<<20) }, 0, true},
+		{"a line past the bound ended", func([]byte) []byte { return append(bytes.Repeat([]byte{'x'}, 2<<20), '\n') }, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, rc, u, file, lines := closedBacklog(t, 3)
+			kept := bytes.Join(lines[:2], nil)
+			data := append(bytes.Clone(kept), tt.tail(lines[2])...)
+			if err := os.WriteFile(file, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s2, reg, err := openDamaged(t, dir, u)
+			if err != nil {
+				t.Fatalf("Open with %s at the backlog's end: %v", tt.name, err)
+			}
+			if got := testutil.ToFloat64(mustGather(t, reg, "boxbroker_audit_sink_dropped_total")); got != tt.dropped {
+				t.Errorf("boxbroker_audit_sink_dropped_total = %v, want %v", got, tt.dropped)
+			}
+			want := int64(len(data))
+			if tt.cut {
+				want = int64(len(kept))
+			}
+			fi, err := os.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() != want {
+				t.Errorf("backlog file after open holds %d bytes, want %d", fi.Size(), want)
+			}
+			run(t, s2)
+			rows := rc.waitRows(t, 2)
+			if len(rows) != 2 || rows[0].Message != "row 0" || rows[1].Message != "row 1" {
+				t.Errorf("rows sent %+v, want row 0 and row 1", rows)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package auditsink
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/intentius/boxbroker/internal/filelock"
+	"github.com/intentius/boxbroker/internal/linefile"
 	"github.com/intentius/boxbroker/internal/outbox"
 )
 
@@ -99,34 +99,16 @@ func (s *Sink) load() (err error) {
 	if _, err := f.Seek(s.st.Offset, io.SeekStart); err != nil {
 		return fmt.Errorf("auditsink: %w", err)
 	}
-	r := bufio.NewReaderSize(f, maxLine) // a line Append kept fits it whole
+	// A line the file ends in with no newline was cut short (the process
+	// stopped mid-write): never synced, so never counted as kept, it is
+	// cut off below, however long.
 	off := s.st.Offset
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// Longer than any row Append keeps: damaged on the disk, or
-			// put there. Passed over, never held, and dropped from the
-			// stream as a damaged line is, unless the file ends in it
-			// (a line cut short, cut off below).
-			n := int64(len(line))
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = r.ReadSlice('\n')
-				n += int64(len(line))
-			}
-			if err != nil {
-				break
-			}
-			s.log.Warn("audit sink: a line of the backlog longer than any row is dropped unsent",
-				"file", s.backlogPath(s.st.Gen), "offset", off, "bytes", n)
-			s.dropped.Inc()
-			off += n
-			continue
+	cutShort := func(line []byte) bool { return line[len(line)-1] != '\n' }
+	err = linefile.Each(f, maxLine, func(rel int64, line []byte) error {
+		if cutShort(line) {
+			return nil
 		}
-		if err != nil {
-			// A line cut short (the process stopped mid-write) was never
-			// synced, so never counted as kept: it is cut off.
-			break
-		}
+		off = s.st.Offset + rel + int64(len(line))
 		var h struct {
 			Seq uint64 `json:"seq"`
 		}
@@ -135,12 +117,10 @@ func (s *Sink) load() (err error) {
 			// and counted (the store keeps it), and the rows after it
 			// are read, rather than keeping serve from starting.
 			s.log.Warn("audit sink: a line of the backlog that is no row is dropped unsent",
-				"file", s.backlogPath(s.st.Gen), "offset", off, "bytes", len(line))
+				"file", s.backlogPath(s.st.Gen), "offset", off-int64(len(line)), "bytes", len(line))
 			s.dropped.Inc()
-			off += int64(len(line))
-			continue
+			return nil
 		}
-		off += int64(len(line))
 		s.queue = append(s.queue, item{line: bytes.Clone(line), seq: h.Seq, end: off})
 		s.st.Seq = max(s.st.Seq, h.Seq)
 		if len(s.queue) >= 2*s.cfg.MaxBacklog {
@@ -148,6 +128,28 @@ func (s *Sink) load() (err error) {
 			// file; the oldest rows are dropped as a full backlog's are.
 			s.dropLocked(len(s.queue) - s.cfg.MaxBacklog)
 		}
+		return nil
+	}, func(rel, n int64) error {
+		// Longer than any row Append keeps: damaged on the disk, or put
+		// there. Passed over, never held, and dropped from the stream as
+		// a damaged line is, unless the file ends in it with no newline.
+		if end := s.st.Offset + rel + n; end == size {
+			last := []byte{0}
+			if _, err := f.ReadAt(last, end-1); err != nil {
+				return err
+			}
+			if cutShort(last) {
+				return nil
+			}
+		}
+		s.log.Warn("audit sink: a line of the backlog longer than any row is dropped unsent",
+			"file", s.backlogPath(s.st.Gen), "offset", s.st.Offset+rel, "bytes", n)
+		s.dropped.Inc()
+		off = s.st.Offset + rel + n
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("auditsink: %w", err)
 	}
 	if off < size {
 		if err := f.Truncate(off); err != nil {

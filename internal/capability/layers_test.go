@@ -25,7 +25,7 @@ var layers = []struct {
 	{"ground: the protocol and what knows nothing of the broker", []string{
 		"internal/protocol", "internal/jsonfield", "internal/secrets", "internal/metrics", "internal/filelock", "internal/filelock/filelocktest",
 		"internal/cloud", "internal/cloud/cloudtest", "internal/store", "internal/store/migrations", "internal/upstreamtest", "internal/clocktest",
-		"internal/telemetry", "internal/sso", "internal/sso/ssotest", "internal/webhook", "internal/defaults", "internal/quiet", "internal/hold", "client", "conformance",
+		"internal/telemetry", "internal/sso", "internal/sso/ssotest", "internal/webhook", "internal/defaults", "internal/quiet", "internal/hold", "internal/linefile", "client", "conformance",
 	}},
 	{"storage: the stores", []string{
 		"internal/store/sqlstore", "internal/store/sqlite", "internal/store/postgres", "internal/store/deadline",

@@ -79,8 +79,13 @@ const DefaultMaxHeld = 1 << 16
 // the records held in memory only are at their bound (DefaultMaxHeld).
 var ErrHeldFull = errors.New("journal: the records held in memory while it cannot write are at their bound")
 
-// recoverBatch bounds the records handed on in one batch at recovery.
-const recoverBatch = 256
+// recoverBatch bounds the records handed on in one batch at recovery; a
+// test lowers it.
+var recoverBatch = 256
+
+// recoverHeld, when not nil, is told how many records a recovery holds
+// decoded each time it decodes one: a test's count.
+var recoverHeld func(held int)
 
 // journalLine is one line of the journal: a header (Gen, and Store, the
 // identity of the store its records belong to), a record (N with A, T or

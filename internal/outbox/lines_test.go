@@ -193,26 +193,3 @@ func TestDead_AFileLargerThanItsBoundIsCountedUnreadable(t *testing.T) {
 		t.Errorf("DeadCount once readable again = %d, want 1", n)
 	}
 }
-
-// TestEachLine_BoundsALine: eachLine passes every line of at most
-// lineMax bytes whole (the last with no newline too), and one longer to
-// long alone, with its offset and length.
-func TestEachLine_BoundsALine(t *testing.T) {
-	old := lineMax
-	lineMax = 8
-	defer func() { lineMax = old }()
-	in := "1234567\n" + "123456789\n" + "12345678" + strings.Repeat("x", 3*readBuf) + "\n" + "ab\n" + "end"
-	var got []string
-	err := eachLine(strings.NewReader(in), func(off int64, line []byte) error {
-		got = append(got, fmt.Sprintf("%d:%q", off, line))
-		return nil
-	}, func(off, n int64) error {
-		got = append(got, fmt.Sprintf("%d:long %d", off, n))
-		return nil
-	})
-	long := 8 + 3*readBuf + 1
-	want := []string{`0:"1234567\n"`, "8:long 10", fmt.Sprintf("18:long %d", long), fmt.Sprintf("%d:\"ab\\n\"", 18+long), fmt.Sprintf("%d:\"end\"", 21+long)}
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("eachLine = %v, %v; want %v", got, err, want)
-	}
-}

@@ -83,21 +83,60 @@ func genOfName(name string) string {
 // is the generation the file's name says: the one its records' keys are
 // made from when its header names none (damaged on the disk), so that
 // two such journals do not make the same keys.
+//
+// The file is read a line at a time (eachLine), three times: its
+// header and its batches' lines (readMarks), then where each record not
+// done is (indexRecords: its offset, length and parts, never the record
+// itself), then, batch by batch, the records each batch takes, each
+// read from its offset as the batch is made. So a journal of gigabytes
+// of records never done (a store and a spool that took none of them for
+// that long) is recovered holding one batch's records at a time: a
+// batch begun and not done whole, as the replica that began it held it,
+// and the records in no batch recoverBatch at a time.
 func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog.Logger) error {
-	var gen, id string
-	records := map[uint64]journalLine{}
-	var order []uint64 // records, in the order written
-	var begun []string
-	batches := map[string]openBatch{}
+	m, err := readMarks(dir, f, log)
+	if err != nil {
+		return fmt.Errorf("journal: recover: %w", err)
+	}
+	if m.gen == "" {
+		m.gen = named
+	}
+	idx, err := indexRecords(f, m.used())
+	if err != nil {
+		return fmt.Errorf("journal: recover: %w", err)
+	}
+	h := handOn{f: f, idx: idx, put: put}
+	if err := h.all(m); err != nil {
+		return fmt.Errorf("journal: recover: %w", err)
+	}
+	if h.handed > 0 {
+		log.Info("journal: records of calls answered before the last stop handed to the spool", "records", h.handed)
+	}
+	return nil
+}
+
+// marks is what the first reading of a journal takes: its header (gen,
+// and id, the store its records belong to) and its batches' lines.
+type marks struct {
+	gen, id string
+	// begun holds the batches begun, in the order first begun, and
+	// batches each one's records.
+	begun   []string
+	batches map[string]openBatch
 	// done holds the batches done, and doneOf the records each done line
 	// names (a journal written before done lines named them: none).
-	done := map[string]bool{}
-	doneOf := map[string]openBatch{}
+	done   map[string]bool
+	doneOf map[string]openBatch
+}
+
+// readMarks reads f, from its start, for its header and its batches'
+// lines, and sets aside in dir's UnreadFile each line that is none of the
+// journal's.
+func readMarks(dir string, f *os.File, log *slog.Logger) (*marks, error) {
+	m := &marks{batches: map[string]openBatch{}, done: map[string]bool{}, doneOf: map[string]openBatch{}}
 	// Read a line at a time (eachLine), each at most MaxLine bytes: a
 	// journal of gigabytes with no newline (damaged, or put there) is
-	// never held whole. The first reading takes its header and its
-	// batches' lines; the second its records, holding only those not
-	// yet done (a journal not rewritten for long holds many that are).
+	// never held whole.
 	unread := newUnreadLines(dir, "journal", log)
 	err := eachLine(f, func(_ int64, raw []byte) error {
 		if len(bytes.TrimSpace(raw)) == 0 {
@@ -112,22 +151,20 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 			// checksum does not match): set aside, as it is, for an
 			// operator to read. A batch whose begun line is damaged is
 			// known by its done line, which names its records too.
-			if uerr := unread.add(raw); uerr != nil {
-				return uerr
-			}
+			return unread.add(raw)
 		case l.Gen != "":
-			gen, id = l.Gen, l.Store
+			m.gen, m.id = l.Gen, l.Store
 		case l.N != 0 && l.parts() != 0:
-			// A record: read again below.
+			// A record: indexed by the next reading.
 		case l.B != "":
-			if _, dup := batches[l.B]; !dup {
-				begun = append(begun, l.B)
+			if _, dup := m.batches[l.B]; !dup {
+				m.begun = append(m.begun, l.B)
 			}
-			batches[l.B] = openBatch{of: l.Of, part: partOf(l.P)}
+			m.batches[l.B] = openBatch{of: l.Of, part: partOf(l.P)}
 		case l.D != "":
-			done[l.D] = true
+			m.done[l.D] = true
 			if len(l.Of) > 0 {
-				doneOf[l.D] = openBatch{of: l.Of, part: partOf(l.P)}
+				m.doneOf[l.D] = openBatch{of: l.Of, part: partOf(l.P)}
 			}
 		}
 		return nil
@@ -135,98 +172,168 @@ func recoverFile(dir, named string, f *os.File, put func(Batch) error, log *slog
 		longLine(log, "journal", f.Name(), off, n)
 		return nil
 	})
-	err = errors.Join(err, unread.flush())
-	if err != nil {
-		return fmt.Errorf("journal: recover: %w", err)
+	if err := errors.Join(err, unread.flush()); err != nil {
+		return nil, err
 	}
-	if gen == "" {
-		gen = named
-	}
-	// used holds the parts of each record a batch took (handed on, or
-	// done).
+	return m, nil
+}
+
+// used is the parts of each record that a batch done took.
+func (m *marks) used() map[uint64]Part {
 	used := map[uint64]Part{}
-	for key := range done {
-		ob, ok := doneOf[key]
+	for key := range m.done {
+		ob, ok := m.doneOf[key]
 		if !ok {
-			ob = batches[key]
+			ob = m.batches[key]
 		}
 		for _, n := range ob.of {
 			used[n] |= ob.part
 		}
 	}
+	return used
+}
+
+// recordAt is where the line of a record not done is in the journal
+// (its offset and length), and the parts of it no batch has taken.
+type recordAt struct {
+	off  int64
+	size int32
+	left Part
+}
+
+// recordIndex is where each record not done is: by number, and the
+// numbers in the order first written. It holds no record.
+type recordIndex struct {
+	at    map[uint64]recordAt
+	order []uint64
+}
+
+// indexRecords reads f, from its start, for where each record holding a
+// part not in used is: of a record written twice, the last line of it
+// holding such a part, in the place of the first.
+func indexRecords(f *os.File, used map[uint64]Part) (recordIndex, error) {
+	idx := recordIndex{at: map[uint64]recordAt{}}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("journal: recover: %w", err)
+		return idx, err
 	}
-	err = eachLine(f, func(_ int64, raw []byte) error {
+	err := eachLine(f, func(off int64, raw []byte) error {
 		var l journalLine
-		if json.Unmarshal(raw, &l) != nil || !l.known() || !l.intact() || l.Gen != "" || l.N == 0 || l.parts()&^used[l.N] == 0 {
-			return nil // no record (set aside above, or a header), or one done
+		if json.Unmarshal(raw, &l) != nil || !l.known() || !l.intact() || l.Gen != "" || l.N == 0 {
+			return nil // no record: set aside by readMarks, or a header
 		}
-		if _, dup := records[l.N]; !dup {
-			order = append(order, l.N)
+		left := l.parts() &^ used[l.N]
+		if left == 0 {
+			return nil // none, or done
 		}
-		records[l.N] = l
+		if _, dup := idx.at[l.N]; !dup {
+			idx.order = append(idx.order, l.N)
+		}
+		idx.at[l.N] = recordAt{off: off, size: int32(len(raw)), left: left}
 		return nil
 	}, func(int64, int64) error { return nil })
-	if err != nil {
-		return fmt.Errorf("journal: recover: %w", err)
-	}
-	handed := 0
-	add := func(b *Batch, n uint64, part Part) {
-		l, ok := records[n]
-		if !ok {
-			return
-		}
-		take := part & l.parts() &^ used[n]
-		used[n] |= take
-		if take&PartAudit != 0 {
-			b.Audit = append(b.Audit, *l.A)
-			handed++
-		}
-		if take&PartSettle != 0 {
-			b.Settle = append(b.Settle, *l.T)
-			handed++
-		}
-	}
-	// A batch begun and not done is handed on under its own key; the
-	// records in no batch, recoverBatch at a time, under keys made from
-	// their numbers.
-	var out []Batch
-	for _, key := range begun {
-		if done[key] {
+	return idx, err
+}
+
+// handOn makes the batches a recovery hands on, reading each record
+// from the journal as a batch takes it, and hands each to put before it
+// reads the next batch's: it holds one batch's records at a time.
+type handOn struct {
+	f   *os.File
+	idx recordIndex
+	put func(Batch) error
+	// buf is the line read last; held is how many records the batch
+	// being made holds, and handed how many parts of records were
+	// handed on.
+	buf          []byte
+	held, handed int
+}
+
+// all hands on, after m, a batch begun and not done under its own key
+// (the records it names, whole: applied already or not, it applies
+// once), then the records in no batch, recoverBatch at a time in the
+// order written, under keys made from m.gen and their first record's
+// number, the same at each recovery of the file.
+func (h *handOn) all(m *marks) error {
+	for _, key := range m.begun {
+		if m.done[key] {
 			continue
 		}
-		b := Batch{Key: key, Store: id}
-		ob := batches[key]
+		ob := m.batches[key]
+		b := Batch{Key: key, Store: m.id}
 		for _, n := range ob.of {
-			add(&b, n, ob.part)
+			if err := h.take(&b, n, ob.part); err != nil {
+				return err
+			}
 		}
-		if len(b.Audit)+len(b.Settle) > 0 {
-			out = append(out, b)
-		}
-	}
-	var rest []uint64
-	for _, n := range order {
-		if l := records[n]; l.parts()&^used[n] != 0 {
-			rest = append(rest, n)
+		if err := h.hand(b); err != nil {
+			return err
 		}
 	}
-	for chunk := range slices.Chunk(rest, recoverBatch) {
-		b := Batch{Key: recoveryKey(gen, chunk[0]), Store: id}
-		for _, n := range chunk {
-			add(&b, n, partsAll)
+	var b Batch
+	inBatch := 0
+	for _, n := range h.idx.order {
+		if h.idx.at[n].left == 0 {
+			continue // taken by a batch begun
 		}
-		out = append(out, b)
-	}
-	for _, b := range out {
-		if err := put(b); err != nil {
-			return fmt.Errorf("journal: recover: %w", err)
+		if inBatch == 0 {
+			b = Batch{Key: recoveryKey(m.gen, n), Store: m.id}
+		}
+		if err := h.take(&b, n, partsAll); err != nil {
+			return err
+		}
+		if inBatch++; inBatch == recoverBatch {
+			if err := h.hand(b); err != nil {
+				return err
+			}
+			inBatch = 0
 		}
 	}
-	if handed > 0 {
-		log.Info("journal: records of calls answered before the last stop handed to the spool", "records", handed)
+	if inBatch > 0 {
+		return h.hand(b)
 	}
 	return nil
+}
+
+// take adds to b the parts of record n that part names and no batch has
+// taken, read from the record's line.
+func (h *handOn) take(b *Batch, n uint64, part Part) error {
+	at, ok := h.idx.at[n]
+	take := part & at.left
+	if !ok || take == 0 {
+		return nil
+	}
+	h.buf = slices.Grow(h.buf[:0], int(at.size))[:at.size]
+	if _, err := h.f.ReadAt(h.buf, at.off); err != nil {
+		return fmt.Errorf("record %d: %w", n, err)
+	}
+	var l journalLine
+	if err := json.Unmarshal(h.buf, &l); err != nil || l.N != n || l.parts()&take != take {
+		return fmt.Errorf("record %d: its line changed as the journal was read (%v)", n, err)
+	}
+	at.left &^= take
+	h.idx.at[n] = at
+	if take&PartAudit != 0 {
+		b.Audit = append(b.Audit, *l.A)
+		h.handed++
+	}
+	if take&PartSettle != 0 {
+		b.Settle = append(b.Settle, *l.T)
+		h.handed++
+	}
+	h.held++
+	if recoverHeld != nil {
+		recoverHeld(h.held)
+	}
+	return nil
+}
+
+// hand passes b to put, unless it holds nothing, and lets its records go.
+func (h *handOn) hand(b Batch) error {
+	defer func() { h.held = 0 }()
+	if len(b.Audit)+len(b.Settle) == 0 {
+		return nil
+	}
+	return h.put(b)
 }
 
 // recoveryKey is the key of the batch of records in no batch that begins
