@@ -148,9 +148,11 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	}
 	defaults.Logger(&log)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("telemetry: OpenTelemetry", "err", err)
+		// A collector's refusal is quoted whole in the error (up to the
+		// 4 MiB the SDK reads of it): a line of the log keeps its start.
+		log.Warn("telemetry: OpenTelemetry", "err", quiet.Cut(err.Error(), maxLoggedError))
 	}))
-	otlp, err := otlptracehttp.New(ctx)
+	otlp, err := otlptracehttp.New(ctx, otlptracehttp.WithProxy(pinned(sent.URL)))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 	}
@@ -164,6 +166,27 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/intentius/boxbroker/internal/telemetry")}, nil
+}
+
+// maxLoggedError bounds the text of an SDK error (an export's refusal,
+// quoting the collector's answer) kept in a log line.
+const maxLoggedError = 4 << 10
+
+// pinned is the exporter's proxy function: every request the exporter's
+// client sends goes to the endpoint's scheme and host, through the proxy
+// the environment names for it, if any, and a request anywhere else (a
+// redirect the collector answered, which the SDK's client follows with
+// the collector's headers, and its body again on a 307 or 308) fails
+// before it is sent. The SDK takes no client of its own with the
+// certificate and timeout variables read (otlptracehttp.WithHTTPClient
+// drops them), so this is where a redirect is refused.
+func pinned(to *url.URL) func(*http.Request) (*url.URL, error) {
+	return func(r *http.Request) (*url.URL, error) {
+		if r.URL.Scheme != to.Scheme || !strings.EqualFold(r.URL.Host, to.Host) {
+			return nil, errors.New("telemetry: the collector redirected the export away from the OTLP endpoint; not followed")
+		}
+		return http.ProxyFromEnvironment(r)
+	}
 }
 
 // quietExporter is the OTLP exporter with what its requests carry kept
@@ -182,10 +205,10 @@ func (e quietExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 }
 
 // exportSent is what the OTLP exporter's requests carry, as getenv
-// configures it, for quiet.Err: the headers of OTEL_EXPORTER_OTLP_HEADERS
-// and OTEL_EXPORTER_OTLP_TRACES_HEADERS ("key=value" pairs, comma
-// separated, values percent-encoded) and the endpoint's URL, for its
-// user and query.
+// configures it, for quiet.Err, quiet.InClear and pinned: the headers of
+// OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TRACES_HEADERS
+// ("key=value" pairs, comma separated, values percent-encoded) and the
+// URL the exporter sends to (see endpoint).
 func exportSent(getenv func(string) string) *http.Request {
 	req := &http.Request{Header: http.Header{}, URL: &url.URL{}}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
@@ -200,13 +223,42 @@ func exportSent(getenv func(string) string) *http.Request {
 			req.Header.Add(strings.TrimSpace(key), strings.TrimSpace(v))
 		}
 	}
+	req.URL = endpoint(getenv)
+	return req
+}
+
+// endpoint is the URL the OTLP exporter sends to, read from getenv as
+// the SDK reads it (each value trimmed of spaces): the traces endpoint,
+// else the general one, else https://localhost:4318; its scheme http
+// for an endpoint written http (or unix), https for any other, and then as
+// OTEL_EXPORTER_OTLP_INSECURE, then OTEL_EXPORTER_OTLP_TRACES_INSECURE,
+// says when set ("true" is http, any other value https). Its user and
+// query are kept, for quiet.Err; the SDK sends neither.
+func endpoint(getenv func(string) string) *url.URL {
+	u := &url.URL{Scheme: "https", Host: "localhost:4318"}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		if u, err := url.Parse(getenv(k)); err == nil && getenv(k) != "" {
-			req.URL = u
-			break
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			if p, err := url.Parse(v); err == nil {
+				u = p
+				u.Scheme = either(u.Scheme == "http" || u.Scheme == "unix", "http", "https")
+				break
+			}
 		}
 	}
-	return req
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			u.Scheme = either(strings.EqualFold(v, "true"), "http", "https")
+		}
+	}
+	return u
+}
+
+// either is yes when b holds, else no.
+func either(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
 }
 
 // Shutdown sends the spans still waiting and stops the exporter. It is
