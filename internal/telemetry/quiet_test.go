@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
+	"go.opentelemetry.io/otel"
+
 	"github.com/intentius/boxbroker/internal/telemetry"
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
@@ -157,5 +160,48 @@ func TestNew_CollectorRefusalOfMegabytesIsCutInTheLog(t *testing.T) {
 	}
 	if len(got) > 16<<10 {
 		t.Errorf("the log holds %d bytes for one refused export, want a few KiB", len(got))
+	}
+}
+
+// TestNew_MalformedHeaderIsRefusedNotLogged: a header in
+// OTEL_EXPORTER_OTLP_HEADERS written as HTTP writes it ("api-key: …",
+// no "="), or with a value whose percent-escapes do not decode, is one
+// the SDK cannot read, and it logs the pair, key and all, through its own
+// logger (the process's stderr by default, past the broker's log).
+// serve is refused, naming the variable, never the value; the SDK logs
+// nothing of it.
+func TestNew_MalformedHeaderIsRefusedNotLogged(t *testing.T) {
+	const key = "collector-key-OTELCANARY-51aa"
+	var sdkLog upstreamtest.Buffer
+	otel.SetLogger(funcr.New(func(prefix, args string) { _, _ = sdkLog.Write([]byte(prefix + " " + args + "\n")) }, funcr.Options{}))
+	t.Cleanup(func() { otel.SetLogger(funcr.New(func(string, string) {}, funcr.Options{})) })
+	tests := []struct {
+		v, headers, endpoint string
+	}{
+		{"OTEL_EXPORTER_OTLP_HEADERS", "api-key: " + key, ""},
+		{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-team=a,Authorization: Bearer " + key, ""},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "api-key=" + key + "%zz", ""},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "https://user:" + key + "%zz@collector.example/v1/traces"},
+	}
+	for _, tt := range tests {
+		t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "")
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "")
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:4318/v1/traces")
+		if tt.headers != "" {
+			t.Setenv(tt.v, tt.headers)
+		} else {
+			t.Setenv(tt.v, tt.endpoint)
+		}
+		tracing, err := telemetry.New(context.Background(), nil)
+		_ = tracing.Shutdown(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tt.v) {
+			t.Errorf("New with %s malformed = %v, want it refused naming %s", tt.v, err, tt.v)
+		}
+		if err != nil && strings.Contains(err.Error(), key) {
+			t.Errorf("New's refusal quotes the value: %v", err)
+		}
+	}
+	if strings.Contains(sdkLog.String(), key) {
+		t.Errorf("the SDK logged a header's value:\n%s", sdkLog.String())
 	}
 }

@@ -128,7 +128,8 @@ type Tracing struct {
 // OTEL_BSP_* ones, the sampler OTEL_TRACES_SAMPLER and its argument, and
 // the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the
 // service name is "boxbroker" when none is set. It returns an error
-// wrapping ErrUnsupported for a setting it does not serve, and one for
+// wrapping ErrUnsupported for a setting it does not serve, one for an
+// endpoint or header the SDK cannot read (see unreadable), and one for
 // headers that plain http would carry off this machine. Nothing is
 // sent until a span ends. The SDK's own errors (an export that failed)
 // go to log at WARN (nil: slog.Default()); the SDK keeps its error
@@ -140,6 +141,9 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	}
 	if !Enabled(getenv) {
 		return nil, nil
+	}
+	if err := unreadable(getenv); err != nil {
+		return nil, err
 	}
 	sent := exportSent(getenv)
 	if len(sent.Header) > 0 && quiet.InClear(sent.URL) {
@@ -202,6 +206,37 @@ type quietExporter struct {
 
 func (e quietExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	return quiet.Err(e.SpanExporter.ExportSpans(ctx, spans), e.sent)
+}
+
+// unreadable returns an error naming the variable for an OTLP endpoint
+// or header the SDK cannot read, which the SDK would log, value and all,
+// through its own logger (the process's stderr, past the broker's log):
+// an endpoint that is no URL, a header pair with no "=" (written
+// "Name: value", as HTTP writes it) or whose value's percent-escapes do
+// not decode. The error never quotes the value: it may be a key.
+func unreadable(getenv func(string) string) error {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			if _, err := url.Parse(v); err != nil {
+				return fmt.Errorf("telemetry: %s is not a URL", k)
+			}
+		}
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		if strings.TrimSpace(getenv(k)) == "" {
+			continue
+		}
+		for i, pair := range strings.Split(getenv(k), ",") {
+			_, v, ok := strings.Cut(pair, "=")
+			if !ok && strings.TrimSpace(pair) != "" {
+				return fmt.Errorf("telemetry: %s: header %d has no \"=\": write each as name=value, comma separated, the value percent-encoded", k, i+1)
+			}
+			if _, err := url.PathUnescape(v); err != nil {
+				return fmt.Errorf("telemetry: %s: the value of header %d is not percent-encoded as it must be (a %% is written %%25)", k, i+1)
+			}
+		}
+	}
+	return nil
 }
 
 // exportSent is what the OTLP exporter's requests carry, as getenv
