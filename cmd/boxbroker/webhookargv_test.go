@@ -16,11 +16,7 @@ import (
 // URL; from the variable, or with none, it says nothing.
 func TestServe_WebhookURLOnTheCommandLineIsWarnedOf(t *testing.T) {
 	const hook = "https://hooks.slack.com/services/T0/B0/XslackArgv1"
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := takenAddr(t)
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -42,7 +38,7 @@ func TestServe_WebhookURLOnTheCommandLineIsWarnedOf(t *testing.T) {
 			c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
 			// The box-facing address is taken: serve stops there, after
 			// reading its configuration.
-			args := append([]string{"serve", "--listen", taken.Addr().String(), "--admin-listen", "off"}, tt.args...)
+			args := append([]string{"serve", "--listen", taken, "--admin-listen", "off"}, tt.args...)
 			if code := c.main(context.Background(), args); code == 0 {
 				t.Fatalf("serve on a taken address = 0, want it to fail")
 			}
@@ -55,4 +51,16 @@ func TestServe_WebhookURLOnTheCommandLineIsWarnedOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// takenAddr is a loopback address a listener holds until the test ends,
+// for a serve that must fail to listen.
+func takenAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
 }

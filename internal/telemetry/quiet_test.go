@@ -27,19 +27,7 @@ func TestNew_CollectorRepeatingItsTokenIsNotLogged(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://"+addr+"/v1/traces")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20"+token)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
-	var logs upstreamtest.Buffer
-	tracing, err := telemetry.New(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil || tracing == nil {
-		t.Fatalf("telemetry.New = %v, %v; want a Tracing", tracing, err)
-	}
-	h := tracing.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	flushErr := tracing.ForceFlush(context.Background())
-	_ = tracing.Shutdown(context.Background())
-	got := logs.String()
-	if flushErr != nil {
-		got += flushErr.Error()
-	}
+	got := exportOne(t)
 	if !strings.Contains(got, "malformed") {
 		t.Fatalf("the export's failure was not reported; log:\n%s", got)
 	}
@@ -115,22 +103,14 @@ func TestNew_CollectorRedirectIsNotFollowed(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL+"/v1/traces")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key="+key)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
-	var logs upstreamtest.Buffer
-	tracing, err := telemetry.New(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil || tracing == nil {
-		t.Fatalf("telemetry.New = %v, %v; want a Tracing", tracing, err)
-	}
-	h := tracing.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	_ = tracing.ForceFlush(context.Background())
-	_ = tracing.Shutdown(context.Background())
+	logs := exportOne(t)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(elsewhere) > 0 {
 		t.Errorf("the export was sent on to the address the collector named: %q", elsewhere)
 	}
-	if strings.Contains(logs.String(), key) {
-		t.Errorf("the collector's key is in the log:\n%s", logs.String())
+	if strings.Contains(logs, key) {
+		t.Errorf("the collector's key is in the log:\n%s", logs)
 	}
 }
 
@@ -146,15 +126,7 @@ func TestNew_CollectorRefusalOfMegabytesIsCutInTheLog(t *testing.T) {
 	t.Cleanup(collector.Close)
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.URL+"/v1/traces")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
-	var logs upstreamtest.Buffer
-	tracing, err := telemetry.New(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil || tracing == nil {
-		t.Fatalf("telemetry.New = %v, %v; want a Tracing", tracing, err)
-	}
-	h := tracing.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	_ = tracing.Shutdown(context.Background())
-	got := logs.String()
+	got := exportOne(t)
 	if !strings.Contains(got, "400") {
 		t.Fatalf("the refused export was not logged; log:\n%.2000s", got)
 	}
@@ -204,4 +176,24 @@ func TestNew_MalformedHeaderIsRefusedNotLogged(t *testing.T) {
 	if strings.Contains(sdkLog.String(), key) {
 		t.Errorf("the SDK logged a header's value:\n%s", sdkLog.String())
 	}
+}
+
+// exportOne traces one call with the Tracing the OTEL_* variables
+// configure, flushes it and shuts it down, and returns what the broker's
+// log received and the flush's error, if any.
+func exportOne(t *testing.T) string {
+	t.Helper()
+	var logs upstreamtest.Buffer
+	tracing, err := telemetry.New(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || tracing == nil {
+		t.Fatalf("telemetry.New = %v, %v; want a Tracing", tracing, err)
+	}
+	h := tracing.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	flushErr := tracing.ForceFlush(context.Background())
+	_ = tracing.Shutdown(context.Background())
+	if flushErr != nil {
+		return logs.String() + flushErr.Error()
+	}
+	return logs.String()
 }

@@ -172,8 +172,8 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/intentius/boxbroker/internal/telemetry")}, nil
 }
 
-// maxLoggedError bounds the text of an SDK error (an export's refusal,
-// quoting the collector's answer) kept in a log line.
+// maxLoggedError bounds the text of an export's error (quoting the
+// collector's refusal) and of any SDK error kept in a log line.
 const maxLoggedError = 4 << 10
 
 // pinned is the exporter's proxy function: every request the exporter's
@@ -198,14 +198,19 @@ func pinned(to *url.URL) func(*http.Request) (*url.URL, error) {
 // answered when it cannot read it, and a collector may repeat the
 // header it was sent (OTEL_EXPORTER_OTLP_HEADERS, a bearer token as
 // often as not) into an error the SDK hands to the log, or a flush
-// returns.
+// returns. The error's text is cut to maxLoggedError: the SDK quotes a
+// collector's refusal whole in it, up to 4 MiB.
 type quietExporter struct {
 	sdktrace.SpanExporter
 	sent *http.Request
 }
 
 func (e quietExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	return quiet.Err(e.SpanExporter.ExportSpans(ctx, spans), e.sent)
+	err := quiet.Err(e.SpanExporter.ExportSpans(ctx, spans), e.sent)
+	if err == nil {
+		return nil
+	}
+	return quiet.Reword(err, quiet.Cut(err.Error(), maxLoggedError))
 }
 
 // unreadable returns an error naming the variable for an OTLP endpoint
