@@ -137,7 +137,8 @@ func TestNew_CollectorRefusalOfMegabytesIsCutInTheLog(t *testing.T) {
 
 // TestNew_MalformedHeaderIsRefusedNotLogged: a header in
 // OTEL_EXPORTER_OTLP_HEADERS written as HTTP writes it ("api-key: …",
-// no "="), or with a value whose percent-escapes do not decode, is one
+// no "=", or one whose "=" ends a padded key, leaving no header name
+// before it), or with a value whose percent-escapes do not decode, is one
 // the SDK cannot read, and it logs the pair, key and all, through its own
 // logger (the process's stderr by default, past the broker's log).
 // serve is refused, naming the variable, never the value; the SDK logs
@@ -153,6 +154,9 @@ func TestNew_MalformedHeaderIsRefusedNotLogged(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_HEADERS", "api-key: " + key, ""},
 		{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-team=a,Authorization: Bearer " + key, ""},
 		{"OTEL_EXPORTER_OTLP_HEADERS", "api-key=" + key + "%zz", ""},
+		// A padded key written as HTTP writes it: the "=" is its padding,
+		// and what comes before it is no header name.
+		{"OTEL_EXPORTER_OTLP_HEADERS", "Authorization: Bearer " + key + "==", ""},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "https://user:" + key + "%zz@collector.example/v1/traces"},
 	}
 	for _, tt := range tests {

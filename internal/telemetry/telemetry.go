@@ -41,6 +41,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/quiet"
@@ -217,8 +218,10 @@ func (e quietExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 // or header the SDK cannot read, which the SDK would log, value and all,
 // through its own logger (the process's stderr, past the broker's log):
 // an endpoint that is no URL, a header pair with no "=" (written
-// "Name: value", as HTTP writes it) or whose value's percent-escapes do
-// not decode. The error never quotes the value: it may be a key.
+// "Name: value", as HTTP writes it), with no header's name before its
+// "=" (the same, of a key padded with "="), or whose value's
+// percent-escapes do not decode. The error never quotes the pair: it
+// may hold a key.
 func unreadable(getenv func(string) string) error {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
 		if v := strings.TrimSpace(getenv(k)); v != "" {
@@ -232,9 +235,9 @@ func unreadable(getenv func(string) string) error {
 			continue
 		}
 		for i, pair := range strings.Split(getenv(k), ",") {
-			_, v, ok := strings.Cut(pair, "=")
-			if !ok && strings.TrimSpace(pair) != "" {
-				return fmt.Errorf("telemetry: %s: header %d has no \"=\": write each as name=value, comma separated, the value percent-encoded", k, i+1)
+			name, v, ok := strings.Cut(pair, "=")
+			if !ok && strings.TrimSpace(pair) != "" || ok && !httpguts.ValidHeaderFieldName(strings.TrimSpace(name)) {
+				return fmt.Errorf("telemetry: %s: header %d is not name=value with a header's name: write each so, comma separated, the value percent-encoded", k, i+1)
 			}
 			if _, err := url.PathUnescape(v); err != nil {
 				return fmt.Errorf("telemetry: %s: the value of header %d is not percent-encoded as it must be (a %% is written %%25)", k, i+1)
