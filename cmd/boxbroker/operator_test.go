@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,19 +118,15 @@ func TestBudget_PrincipalWhoPaysNothingWarned(t *testing.T) {
 // TestServe_CannotListenLeavesNothing: a serve whose box-facing or admin
 // address is taken says so and leaves no data directory behind.
 func TestServe_CannotListenLeavesNothing(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := takenAddr(t)
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"box port", []string{"--listen", taken.Addr().String(), "--admin-listen", "off"}, "(--listen, BOXBROKER_LISTEN)"},
-		{"admin port", []string{"--listen", "127.0.0.1:0", "--admin-listen", taken.Addr().String()}, "(--admin-listen, BOXBROKER_ADMIN_LISTEN"},
-		{"proxy port", []string{"--listen", "127.0.0.1:0", "--admin-listen", "off", "--proxy-listen", taken.Addr().String()}, "(--proxy-listen, BOXBROKER_PROXY_LISTEN)"},
+		{"box port", []string{"--listen", taken, "--admin-listen", "off"}, "(--listen, BOXBROKER_LISTEN)"},
+		{"admin port", []string{"--listen", "127.0.0.1:0", "--admin-listen", taken}, "(--admin-listen, BOXBROKER_ADMIN_LISTEN"},
+		{"proxy port", []string{"--listen", "127.0.0.1:0", "--admin-listen", "off", "--proxy-listen", taken}, "(--proxy-listen, BOXBROKER_PROXY_LISTEN)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

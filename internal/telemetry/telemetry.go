@@ -41,6 +41,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/quiet"
@@ -128,7 +129,8 @@ type Tracing struct {
 // OTEL_BSP_* ones, the sampler OTEL_TRACES_SAMPLER and its argument, and
 // the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the
 // service name is "boxbroker" when none is set. It returns an error
-// wrapping ErrUnsupported for a setting it does not serve, and one for
+// wrapping ErrUnsupported for a setting it does not serve, one for an
+// endpoint or header the SDK cannot read (see unreadable), and one for
 // headers that plain http would carry off this machine. Nothing is
 // sent until a span ends. The SDK's own errors (an export that failed)
 // go to log at WARN (nil: slog.Default()); the SDK keeps its error
@@ -141,6 +143,9 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	if !Enabled(getenv) {
 		return nil, nil
 	}
+	if err := unreadable(getenv); err != nil {
+		return nil, err
+	}
 	sent := exportSent(getenv)
 	if len(sent.Header) > 0 && quiet.InClear(sent.URL) {
 		return nil, fmt.Errorf("telemetry: the OTLP endpoint %s://%s is plain http to another machine, and the headers of OTEL_EXPORTER_OTLP_HEADERS would cross the network in the clear: use https (http only on a loopback host)",
@@ -148,9 +153,11 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	}
 	defaults.Logger(&log)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("telemetry: OpenTelemetry", "err", err)
+		// A collector's refusal is quoted whole in the error (up to the
+		// 4 MiB the SDK reads of it): a line of the log keeps its start.
+		log.Warn("telemetry: OpenTelemetry", "err", quiet.Cut(err.Error(), maxLoggedError))
 	}))
-	otlp, err := otlptracehttp.New(ctx)
+	otlp, err := otlptracehttp.New(ctx, otlptracehttp.WithProxy(pinned(sent.URL)))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 	}
@@ -166,26 +173,85 @@ func New(ctx context.Context, log *slog.Logger) (*Tracing, error) {
 	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/intentius/boxbroker/internal/telemetry")}, nil
 }
 
+// maxLoggedError bounds the text of an export's error (quoting the
+// collector's refusal) and of any SDK error kept in a log line.
+const maxLoggedError = 4 << 10
+
+// pinned is the exporter's proxy function: every request the exporter's
+// client sends goes to the endpoint's scheme and host, through the proxy
+// the environment names for it, if any, and a request anywhere else (a
+// redirect the collector answered, which the SDK's client follows with
+// the collector's headers, and its body again on a 307 or 308) fails
+// before it is sent. The SDK takes no client of its own with the
+// certificate and timeout variables read (otlptracehttp.WithHTTPClient
+// drops them), so this is where a redirect is refused.
+func pinned(to *url.URL) func(*http.Request) (*url.URL, error) {
+	return func(r *http.Request) (*url.URL, error) {
+		if r.URL.Scheme != to.Scheme || !strings.EqualFold(r.URL.Host, to.Host) {
+			return nil, errors.New("telemetry: the collector redirected the export away from the OTLP endpoint; not followed")
+		}
+		return http.ProxyFromEnvironment(r)
+	}
+}
+
 // quietExporter is the OTLP exporter with what its requests carry kept
 // out of its errors (quiet.Err): Go's transport quotes what a collector
 // answered when it cannot read it, and a collector may repeat the
 // header it was sent (OTEL_EXPORTER_OTLP_HEADERS, a bearer token as
 // often as not) into an error the SDK hands to the log, or a flush
-// returns.
+// returns. The error's text is cut to maxLoggedError: the SDK quotes a
+// collector's refusal whole in it, up to 4 MiB.
 type quietExporter struct {
 	sdktrace.SpanExporter
 	sent *http.Request
 }
 
 func (e quietExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	return quiet.Err(e.SpanExporter.ExportSpans(ctx, spans), e.sent)
+	err := quiet.Err(e.SpanExporter.ExportSpans(ctx, spans), e.sent)
+	if err == nil {
+		return nil
+	}
+	return quiet.Reword(err, quiet.Cut(err.Error(), maxLoggedError))
+}
+
+// unreadable returns an error naming the variable for an OTLP endpoint
+// or header the SDK cannot read, which the SDK would log, value and all,
+// through its own logger (the process's stderr, past the broker's log):
+// an endpoint that is no URL, a header pair with no "=" (written
+// "Name: value", as HTTP writes it), with no header's name before its
+// "=" (the same, of a key padded with "="), or whose value's
+// percent-escapes do not decode. The error never quotes the pair: it
+// may hold a key.
+func unreadable(getenv func(string) string) error {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			if _, err := url.Parse(v); err != nil {
+				return fmt.Errorf("telemetry: %s is not a URL", k)
+			}
+		}
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		if strings.TrimSpace(getenv(k)) == "" {
+			continue
+		}
+		for i, pair := range strings.Split(getenv(k), ",") {
+			name, v, ok := strings.Cut(pair, "=")
+			if !ok && strings.TrimSpace(pair) != "" || ok && !httpguts.ValidHeaderFieldName(strings.TrimSpace(name)) {
+				return fmt.Errorf("telemetry: %s: header %d is not name=value with a header's name: write each so, comma separated, the value percent-encoded", k, i+1)
+			}
+			if _, err := url.PathUnescape(v); err != nil {
+				return fmt.Errorf("telemetry: %s: the value of header %d is not percent-encoded as it must be (a %% is written %%25)", k, i+1)
+			}
+		}
+	}
+	return nil
 }
 
 // exportSent is what the OTLP exporter's requests carry, as getenv
-// configures it, for quiet.Err: the headers of OTEL_EXPORTER_OTLP_HEADERS
-// and OTEL_EXPORTER_OTLP_TRACES_HEADERS ("key=value" pairs, comma
-// separated, values percent-encoded) and the endpoint's URL, for its
-// user and query.
+// configures it, for quiet.Err, quiet.InClear and pinned: the headers of
+// OTEL_EXPORTER_OTLP_HEADERS and OTEL_EXPORTER_OTLP_TRACES_HEADERS
+// ("key=value" pairs, comma separated, values percent-encoded) and the
+// URL the exporter sends to (see endpoint).
 func exportSent(getenv func(string) string) *http.Request {
 	req := &http.Request{Header: http.Header{}, URL: &url.URL{}}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
@@ -200,13 +266,42 @@ func exportSent(getenv func(string) string) *http.Request {
 			req.Header.Add(strings.TrimSpace(key), strings.TrimSpace(v))
 		}
 	}
+	req.URL = endpoint(getenv)
+	return req
+}
+
+// endpoint is the URL the OTLP exporter sends to, read from getenv as
+// the SDK reads it (each value trimmed of spaces): the traces endpoint,
+// else the general one, else https://localhost:4318; its scheme http
+// for an endpoint written http (or unix), https for any other, and then as
+// OTEL_EXPORTER_OTLP_INSECURE, then OTEL_EXPORTER_OTLP_TRACES_INSECURE,
+// says when set ("true" is http, any other value https). Its user and
+// query are kept, for quiet.Err; the SDK sends neither.
+func endpoint(getenv func(string) string) *url.URL {
+	u := &url.URL{Scheme: "https", Host: "localhost:4318"}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		if u, err := url.Parse(getenv(k)); err == nil && getenv(k) != "" {
-			req.URL = u
-			break
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			if p, err := url.Parse(v); err == nil {
+				u = p
+				u.Scheme = either(u.Scheme == "http" || u.Scheme == "unix", "http", "https")
+				break
+			}
 		}
 	}
-	return req
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			u.Scheme = either(strings.EqualFold(v, "true"), "http", "https")
+		}
+	}
+	return u
+}
+
+// either is yes when b holds, else no.
+func either(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
 }
 
 // Shutdown sends the spans still waiting and stops the exporter. It is

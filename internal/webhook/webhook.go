@@ -1,11 +1,11 @@
 // Package webhook posts JSON messages to a URL the operator configures,
 // signed so the receiver can check them, from a queue of its own: a
 // message is queued without blocking, tried again with doubling waits
-// when it is not answered 2xx, and dropped (and logged) when the queue
-// is full or its tries run out. Proposals (package approval) and budget
-// alerts (package spend) are sent through it, signed alike. Post and
-// Backoff, its POST and its waits between tries, serve the audit sink
-// (package auditsink) too.
+// when it is not answered 2xx (a redirect is not followed), and dropped
+// (and logged) when the queue is full or its tries run out. Proposals
+// (package approval) and budget alerts (package spend) are sent through
+// it, signed alike. Post and Backoff, its POST and its waits between
+// tries, serve the audit sink (package auditsink) too.
 //
 // The signature: HeaderTimestamp holds the Unix seconds the message was
 // sent at, and HeaderSignature "v1=" and the hex HMAC-SHA256, under the
@@ -89,7 +89,11 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// A redirect is not followed: the message, signed, would go again to
+	// wherever the receiver names (plain http, an address inside the
+	// operator's network). It is an answer that is not 2xx.
 	hc := *cfg.Client
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	hc.Transport = quiet.Errors(hc.Transport)
 	cfg.Client = &hc
 	defaults.Positive(&cfg.Attempts, 5)

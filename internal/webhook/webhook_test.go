@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,46 @@ func TestWebhook_LogNeverQuotesTheURL(t *testing.T) {
 		if strings.Contains(got, "Xsecret") {
 			t.Errorf("log for %s = %q, quotes the webhook's URL", base, got)
 		}
+	}
+}
+
+// TestWebhook_RedirectIsNotFollowed: the receiver (or whoever answers
+// at its URL) answering 307 to an address of its own choosing, plain http
+// on another machine or inside the operator's network (the broker's own
+// admin listener, a metadata service), would have the sender POST the
+// message there again, signed. The redirect is not followed: the other
+// address receives nothing, and the message counts as not delivered.
+func TestWebhook_RedirectIsNotFollowed(t *testing.T) {
+	var mu sync.Mutex
+	var elsewhere []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, r.Method+" "+r.URL.Path+" "+r.Header.Get(webhook.HeaderSignature))
+		mu.Unlock()
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/internal", code)
+		}))
+		var logs bytes.Buffer
+		s, err := webhook.New(webhook.Config{URL: receiver.URL + "/hook", Key: []byte("k"), Name: "test webhook",
+			Attempts: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Send([]byte(`{"type":"proposal"}`), "message", "m1")
+		s.Wait()
+		s.Close()
+		receiver.Close()
+		if !strings.Contains(logs.String(), "not delivered") {
+			t.Errorf("a %d answer: log %q, want the message not delivered", code, logs.String())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) > 0 {
+		t.Errorf("the message went on to the address the receiver named: %q", elsewhere)
 	}
 }
 
