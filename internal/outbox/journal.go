@@ -112,7 +112,18 @@ type journalLine struct {
 
 // markerLine is l, a batch begun or done, encoded with its checksum and
 // ended with a newline.
-func markerLine(l journalLine) ([]byte, error) {
+func markerLine(l journalLine) ([]byte, error) { return markerLines(l, 1) }
+
+// begunLines is the line naming the batch key begun, taking part of the
+// records of, written twice, each copy with its checksum: recovery reads
+// whichever copy is intact, so that a byte of one damaged on the disk
+// does not lose which records the key took (readMarks).
+func begunLines(key string, of []uint64, part Part) ([]byte, error) {
+	return markerLines(journalLine{B: key, Of: of, P: partNames[part]}, 2)
+}
+
+// markerLines is markerLine's line, copies times over.
+func markerLines(l journalLine, copies int) ([]byte, error) {
 	l.C = 0
 	b, err := json.Marshal(&l)
 	if err != nil {
@@ -122,7 +133,11 @@ func markerLine(l journalLine) ([]byte, error) {
 	if b, err = json.Marshal(&l); err != nil {
 		return nil, fmt.Errorf("journal: encode: %w", err)
 	}
-	return append(b, '\n'), nil
+	out := make([]byte, 0, copies*(len(b)+1))
+	for range copies {
+		out = append(append(out, b...), '\n')
+	}
+	return out, nil
 }
 
 // intact reports whether l, as read, matches its checksum (a line with
@@ -316,7 +331,7 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 		if len(b.of) == 0 {
 			continue // held in memory only (Keep)
 		}
-		l, _ := markerLine(journalLine{B: key, Of: b.of, P: partNames[b.part]})
+		l, _ := begunLines(key, b.of, b.part)
 		w.Write(l)
 	}
 	err = w.Flush()

@@ -364,3 +364,75 @@ func TestRecover_ADamagedBatchLineAppliesNothingTwice(t *testing.T) {
 		})
 	}
 }
+
+// A batch's begun line is written twice, each copy with its checksum:
+// a byte flipped on the disk in one copy (or in the newline between
+// them, running the two together) leaves the other, so a batch the store
+// took before the kill, with no done line, is handed on under its key
+// and applied once. With both copies damaged, the batch's records are in
+// no batch, handed on under keys of the journal's, and the store applies
+// the batch it took again (the gap docs/reliability.md names). A journal
+// written with one copy recovers as it did.
+func TestRecover_ABegunLineWithOneCopyDamagedAppliesOnce(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef"
+	flip := func(l string) string { b := []byte(l); b[len(b)/2] ^= 1; return string(b) }
+	tests := []struct {
+		name string
+		// edit changes the begun line's copies (each with its newline).
+		edit  func(t *testing.T, copies []string) []string
+		twice bool // r1 and b2 applied twice: once before the kill, once after
+	}{
+		{"first copy damaged", func(t *testing.T, c []string) []string { return []string{flip(c[0]), c[1]} }, false},
+		{"second copy damaged", func(t *testing.T, c []string) []string { return []string{c[0], flip(c[1])} }, false},
+		{"newline between the copies damaged", func(t *testing.T, c []string) []string {
+			return []string{strings.TrimSuffix(c[0], "\n") + "\x0b", c[1]}
+		}, false},
+		{"both copies damaged", func(t *testing.T, c []string) []string { return []string{flip(c[0]), flip(c[1])} }, true},
+		{"one copy, as a journal written before", func(t *testing.T, c []string) []string { return c[:1] }, false},
+		{"one copy, damaged", func(t *testing.T, c []string) []string { return []string{flip(c[0])} }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := newApplier()
+			j := open(t, dir, 0, st.apply)
+			n1, _ := j.Audit(store.AuditEntry{Route: "r1"})
+			n2, _ := j.Call(nil, &store.Settlement{Box: "b2", Charge: 5})
+			j.Audit(store.AuditEntry{Route: "r3"})
+			if err := j.Begin(key, []uint64{n1, n2}); err != nil {
+				t.Fatal(err)
+			}
+			// The store takes the batch; the kill comes before its done line.
+			_ = st.apply(Batch{Key: key, Audit: []store.AuditEntry{{Route: "r1"}}, Settle: []store.Settlement{{Box: "b2"}}})
+			j.Close()
+
+			data, err := os.ReadFile(j.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept, copies []string
+			for _, l := range strings.SplitAfter(string(data), "\n") {
+				if strings.Contains(l, `"b":"`) {
+					copies = append(copies, l)
+				} else {
+					kept = append(kept, l)
+				}
+			}
+			if len(copies) != 2 {
+				t.Fatalf("begun lines = %q, want two copies", copies)
+			}
+			kept = append(kept, tt.edit(t, copies)...)
+			if err := os.WriteFile(j.Path(), []byte(strings.Join(kept, "")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			open(t, dir, 0, st.apply)
+			want := 1
+			if tt.twice {
+				want = 2
+			}
+			if st.audits["r1"] != want || st.settle["b2"] != want || st.audits["r3"] != 1 {
+				t.Errorf("applied audits %v settlements %v, want r1 and b2 %d times, r3 once", st.audits, st.settle, want)
+			}
+		})
+	}
+}
