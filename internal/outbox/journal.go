@@ -32,7 +32,7 @@
 // no batch under keys made from the journal's generation and their
 // sequence numbers, so that a recovery cut short and run again hands
 // them on under the same keys. A journal past its bound is rewritten
-// with only the records not yet done. A journal's first line names its
+// with only the records not yet done, in the order written. A journal's first line names its
 // generation and the store its records belong to, and the batches it
 // hands on name that store too.
 
@@ -45,8 +45,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/defaults"
@@ -324,8 +326,9 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 	w := bufio.NewWriter(f)
 	hdr, _ := json.Marshal(journalLine{Gen: j.gen, Store: j.store})
 	w.Write(append(hdr, '\n'))
-	for _, r := range j.open {
-		w.Write(r.lineLeft())
+	// In the order written (their numbers'), which recovery keeps.
+	for _, n := range slices.Sorted(maps.Keys(j.open)) {
+		w.Write(j.open[n].lineLeft())
 	}
 	for key, b := range j.batches {
 		if len(b.of) == 0 {
