@@ -135,11 +135,12 @@ func markerLines(l journalLine, copies int) ([]byte, error) {
 	if b, err = json.Marshal(&l); err != nil {
 		return nil, fmt.Errorf("journal: encode: %w", err)
 	}
-	out := make([]byte, 0, copies*(len(b)+1))
-	for range copies {
-		out = append(append(out, b...), '\n')
+	b = append(b, '\n')
+	line := len(b)
+	for range copies - 1 {
+		b = append(b, b[:line]...)
 	}
-	return out, nil
+	return b, nil
 }
 
 // intact reports whether l, as read, matches its checksum (a line with
