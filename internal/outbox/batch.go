@@ -35,7 +35,7 @@ func (j *Journal) BeginPart(key string, part Part, of []uint64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	b, err := markerLine(journalLine{B: key, Of: kept, P: partNames[part]})
+	b, err := begunLines(key, kept, part)
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (j *Journal) writeBegun(key string) error {
 	if !ok || !ob.unwritten || len(ob.of) == 0 {
 		return nil
 	}
-	b, err := markerLine(journalLine{B: key, Of: ob.of, P: partNames[ob.part]})
+	b, err := begunLines(key, ob.of, ob.part)
 	if err == nil {
 		_, err = j.writeLocked(b)
 	}

@@ -32,7 +32,7 @@
 // no batch under keys made from the journal's generation and their
 // sequence numbers, so that a recovery cut short and run again hands
 // them on under the same keys. A journal past its bound is rewritten
-// with only the records not yet done. A journal's first line names its
+// with only the records not yet done, in the order written. A journal's first line names its
 // generation and the store its records belong to, and the batches it
 // hands on name that store too.
 
@@ -45,8 +45,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/defaults"
@@ -112,7 +114,18 @@ type journalLine struct {
 
 // markerLine is l, a batch begun or done, encoded with its checksum and
 // ended with a newline.
-func markerLine(l journalLine) ([]byte, error) {
+func markerLine(l journalLine) ([]byte, error) { return markerLines(l, 1) }
+
+// begunLines is the line naming the batch key begun, taking part of the
+// records of, written twice, each copy with its checksum: recovery reads
+// whichever copy is intact, so that a byte of one damaged on the disk
+// does not lose which records the key took (readMarks).
+func begunLines(key string, of []uint64, part Part) ([]byte, error) {
+	return markerLines(journalLine{B: key, Of: of, P: partNames[part]}, 2)
+}
+
+// markerLines is markerLine's line, copies times over.
+func markerLines(l journalLine, copies int) ([]byte, error) {
 	l.C = 0
 	b, err := json.Marshal(&l)
 	if err != nil {
@@ -122,7 +135,12 @@ func markerLine(l journalLine) ([]byte, error) {
 	if b, err = json.Marshal(&l); err != nil {
 		return nil, fmt.Errorf("journal: encode: %w", err)
 	}
-	return append(b, '\n'), nil
+	b = append(b, '\n')
+	line := len(b)
+	for range copies - 1 {
+		b = append(b, b[:line]...)
+	}
+	return b, nil
 }
 
 // intact reports whether l, as read, matches its checksum (a line with
@@ -309,14 +327,15 @@ func (j *Journal) writeFresh(p string) (*os.File, int64, error) {
 	w := bufio.NewWriter(f)
 	hdr, _ := json.Marshal(journalLine{Gen: j.gen, Store: j.store})
 	w.Write(append(hdr, '\n'))
-	for _, r := range j.open {
-		w.Write(r.lineLeft())
+	// In the order written (their numbers'), which recovery keeps.
+	for _, n := range slices.Sorted(maps.Keys(j.open)) {
+		w.Write(j.open[n].lineLeft())
 	}
 	for key, b := range j.batches {
 		if len(b.of) == 0 {
 			continue // held in memory only (Keep)
 		}
-		l, _ := markerLine(journalLine{B: key, Of: b.of, P: partNames[b.part]})
+		l, _ := begunLines(key, b.of, b.part)
 		w.Write(l)
 	}
 	err = w.Flush()

@@ -143,15 +143,24 @@ func readMarks(dir string, f *os.File, log *slog.Logger) (*marks, error) {
 			return nil
 		}
 		var l journalLine
-		switch {
-		case json.Unmarshal(raw, &l) != nil, !l.known(), !l.intact():
+		if json.Unmarshal(raw, &l) != nil || !l.known() || !l.intact() {
 			// A line cut off by the kill (its append never returned, so
 			// its call was never answered in full), or damaged (JSON,
 			// but none of the journal's lines, or a batch's line its
 			// checksum does not match): set aside, as it is, for an
 			// operator to read. A batch whose begun line is damaged is
-			// known by its done line, which names its records too.
-			return unread.add(raw)
+			// known by the line's other copy, or by its done line, which
+			// names its records too; one whose newline is damaged, so
+			// that the next line runs on from it, is still read.
+			if err := unread.add(raw); err != nil {
+				return err
+			}
+			var ok bool
+			if l, ok = leadingMark(raw); !ok {
+				return nil
+			}
+		}
+		switch {
 		case l.Gen != "":
 			m.gen, m.id = l.Gen, l.Store
 		case l.N != 0 && l.parts() != 0:
@@ -176,6 +185,17 @@ func readMarks(dir string, f *os.File, log *slog.Logger) (*marks, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// leadingMark is the batch's line, checksummed and intact, that the
+// damaged line raw begins with: a begun line's first copy, or a done
+// line, whose newline was damaged, so that the next line runs on from it.
+func leadingMark(raw []byte) (journalLine, bool) {
+	var l journalLine
+	if json.NewDecoder(bytes.NewReader(raw)).Decode(&l) != nil || l.C == 0 || (l.B == "" && l.D == "") || !l.intact() {
+		return journalLine{}, false
+	}
+	return l, true
 }
 
 // used is the parts of each record that a batch done took.

@@ -131,3 +131,47 @@ func TestRecover_ManyRecordsAreHeldABatchAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestRecover_RewriteKeepsTheOrderWritten: a journal rewritten (past its
+// bound) with many records not done keeps them in the order written, so
+// that its recovery hands them on in that order.
+func TestRecover_RewriteKeepsTheOrderWritten(t *testing.T) {
+	const records = 300
+	dir := t.TempDir()
+	j := open(t, dir, 1, nil)
+	var first uint64
+	for i := 1; i <= records; i++ {
+		n, err := j.Audit(store.AuditEntry{Route: fmt.Sprintf("r%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			first = n
+		}
+	}
+	before := j.Size()
+	if err := j.Begin("k", []uint64{first}); err != nil {
+		t.Fatal(err)
+	}
+	j.Done("k") // past the bound: rewritten with records 2 to 300
+	if j.Size() >= before {
+		t.Fatalf("journal of %d bytes not rewritten (was %d)", j.Size(), before)
+	}
+	j.Close() // the kill
+
+	var routes []string
+	open(t, dir, 0, func(b Batch) error {
+		for _, e := range b.Audit {
+			routes = append(routes, e.Route)
+		}
+		return nil
+	})
+	if len(routes) != records-1 {
+		t.Fatalf("recovered %d audit entries, want %d", len(routes), records-1)
+	}
+	for i, r := range routes {
+		if want := fmt.Sprintf("r%d", i+2); r != want {
+			t.Fatalf("audit entry %d recovered = %q, want %q (the order written)", i, r, want)
+		}
+	}
+}
