@@ -84,13 +84,14 @@ type Config struct {
 	// there to be settled in a batch with others when it takes it, and
 	// every other call is settled as it ends (package outbox).
 	Outbox Outbox
-	// Budgeted, when set, tells from memory whether a box has any budget
-	// (the cache's Budgeted): a call of a box with none makes no
+	// Budgeted, when set, tells from memory whether a box (by its name
+	// and CreatedAt, as its call was admitted) has any budget (the
+	// cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
 	// forwarded, and its body — when its capability meters it unread
 	// (a Messages body) — is forwarded as it comes, read as it passes.
 	// Nil asks the store on every call. An error asks the store too.
-	Budgeted func(ctx context.Context, box string) (bool, error)
+	Budgeted func(ctx context.Context, box string, created time.Time) (bool, error)
 	// Prices is the price table (nil: DefaultPrices).
 	Prices *Prices
 	// Metrics, when set, counts calls of models the table does not name

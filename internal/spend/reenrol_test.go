@@ -3,6 +3,7 @@ package spend_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +148,43 @@ func fiveDollars(t *testing.T, st store.Store) {
 	if err := st.SetBudget(context.Background(), store.Budget{Box: "salad", Limit: 5_000_000, UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBudget_NewBoxIsNotTakenForTheRemovedOnesUnbudgeted: a box with no
+// budget is removed and another added under its name with a budget (a
+// scripted `box remove`, `box add`, `budget set`) while the broker's
+// memory, which knows the removed box had none, has not heard of it: the
+// new box's call is held to its own budget, not forwarded unreserved as
+// the removed box's would be.
+func TestBudget_NewBoxIsNotTakenForTheRemovedOnesUnbudgeted(t *testing.T) {
+	u := brokertest.NewUnheard(t)
+	b, tok := newBroker(t, brokertest.Options{Store: u})
+	st, ctx := u.Store, context.Background()
+	// The broker's memory holds the box and that it has no budget, as
+	// after any call of it, and has heard of every change so far.
+	b.Sync()
+	if resp := post(b, tok, messagesBody("claude-haiku-4-5", 100, false)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the box's call = %d %s", resp.StatusCode, resp.Body)
+	}
+	u.Deaf.Store(true)
+	if err := st.DeleteBox(ctx, "salad"); err != nil {
+		t.Fatal(err)
+	}
+	next, err := token.NewBox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: token.Hash(next), CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+		t.Fatal(err)
+	}
+	b.Report(next, brokertest.Entry("inference", "agent", "decide"))
+	// A budget of one micro-dollar, which any call could pass.
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	resp := post(b, next, messagesBody("claude-haiku-4-5", 100, false))
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || !strings.Contains(msg, "monthly budget of $0.000001") {
+		t.Errorf("the new box's call = %d %s, want 403 naming its budget", resp.StatusCode, resp.Body)
+	}
+	untouched(t, st, "salad", spend.Month(time.Now()))
 }
