@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -70,6 +71,14 @@ const (
 type Config struct {
 	// Store keeps budgets, tallies, reservations and usage. Required.
 	Store store.Spend
+	// Boxes, when set, reads a box as the store holds it now: a call that
+	// nothing bounds, refused where a budget of its box's name applies,
+	// is refused as a removed box's (capability.TokenGone) instead when
+	// the box of that name is no longer the one the call was admitted as
+	// (removed, perhaps with another added under its name), so that it
+	// is neither judged by nor told of the new box's budgets. Nil judges
+	// it by the name alone.
+	Boxes capability.BoxReader
 	// Approvals, when set, lets a call past a budget through once when
 	// an approval of that model and amount is in force, and opens a
 	// proposal for one when the box's owner asks about its budget

@@ -188,3 +188,35 @@ func TestBudget_NewBoxIsNotTakenForTheRemovedOnesUnbudgeted(t *testing.T) {
 	}
 	untouched(t, st, "salad", spend.Month(time.Now()))
 }
+
+// TestBudget_UnboundableCallOfARemovedBoxIsNotJudgedByTheNewBoxsBudget:
+// a box with a budget is removed and another added under its name with a
+// budget of its own, while the broker's memory still admits the
+// removed box's token: the removed box's call that nothing bounds is
+// refused as a removed box's, not by (and naming) the new box's budget.
+func TestBudget_UnboundableCallOfARemovedBoxIsNotJudgedByTheNewBoxsBudget(t *testing.T) {
+	u := brokertest.NewUnheard(t)
+	b, tok := newBroker(t, brokertest.Options{Store: u})
+	st, ctx := u.Store, context.Background()
+	fiveDollars(t, st)
+	b.Sync()
+	if resp := post(b, tok, messagesBody("claude-haiku-4-5", 100, false)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the box's call = %d %s", resp.StatusCode, resp.Body)
+	}
+	u.Deaf.Store(true)
+	if err := st.DeleteBox(ctx, "salad"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: "the new box's token hash", CreatedAt: time.Now(), PayerKind: protocol.PayerShared}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 7_000_000, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	mcp := []byte(`{"model":"claude-haiku-4-5","max_tokens":5,"mcp_servers":[{"type":"url","url":"https://mcp.example.com/sse","name":"x"}],"messages":[{"role":"user","content":"hi"}]}`)
+	resp := post(b, tok, mcp)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || msg != "The box was removed from this broker." {
+		t.Errorf("the removed box's unboundable call = %d %s, want 403 removed", resp.StatusCode, resp.Body)
+	}
+	untouched(t, st, "salad", spend.Month(time.Now()))
+}
