@@ -9,6 +9,7 @@ import (
 
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/spend"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/token"
@@ -217,6 +218,37 @@ func TestBudget_UnboundableCallOfARemovedBoxIsNotJudgedByTheNewBoxsBudget(t *tes
 	resp := post(b, tok, mcp)
 	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || msg != "The box was removed from this broker." {
 		t.Errorf("the removed box's unboundable call = %d %s, want 403 removed", resp.StatusCode, resp.Body)
+	}
+	untouched(t, st, "salad", spend.Month(time.Now()))
+}
+
+// TestAlerts_LateSettlementOfARemovedBoxAlertsNotTheNewBox: a box's call
+// is in flight as the box is removed and another added under its name
+// with a budget its charge would cross a threshold of: the call's
+// settlement has the new box's budgets looked at (by its name), which
+// find nothing of it charged, so no alert is given for the new box.
+func TestAlerts_LateSettlementOfARemovedBoxAlertsNotTheNewBox(t *testing.T) {
+	up, arrived, release := heldUpstream()
+	b, tok := newBroker(t, brokertest.Options{Anthropic: up, Config: func(c *server.Config) { c.BudgetAlerts = []int{1} }})
+	st, ctx := b.Server.Store, context.Background()
+	fiveDollars(t, st)
+	done := inFlight(t, b, tok, arrived)
+	if err := st.DeleteBox(ctx, "salad"); err != nil {
+		t.Fatal(err)
+	}
+	b.AddBox("salad")
+	// A hundred micro-dollars: the call's charge, were it the new box's,
+	// would cross 1% of it.
+	if err := st.SetBudget(ctx, store.Budget{Box: "salad", Limit: 100, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	answered(t, b, <-done)
+	if err := b.Server.Alerter.Check(ctx, "salad"); err != nil {
+		t.Fatal(err)
+	}
+	if as, err := st.ListAlerts(ctx, "salad", 10); err != nil || len(as) != 0 {
+		t.Errorf("alerts of the new box = %+v, %v; want none", as, err)
 	}
 	untouched(t, st, "salad", spend.Month(time.Now()))
 }
