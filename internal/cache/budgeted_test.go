@@ -16,19 +16,8 @@ import (
 // the next poll of the change log.
 func TestBudgeted_SeesABudgetSetElsewhere(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	now := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
-	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: "h", CreatedAt: now, PayerKind: "shared"}); err != nil {
-		t.Fatal(err)
-	}
-	c := cache.New(st, cache.Options{Now: func() time.Time { return now }})
-	if err := c.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, c := saladCache(t, now)
 	budgeted := func(want bool, when string) {
 		t.Helper()
 		if got, err := c.Budgeted(ctx, "salad", now); got != want || err != nil {
@@ -61,19 +50,8 @@ func TestBudgeted_SeesABudgetSetElsewhere(t *testing.T) {
 // one.
 func TestBudgeted_KeptByTheBoxAsEnrolled(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	old := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
-	if err := st.CreateBox(ctx, store.Box{Name: "salad", TokenHash: "h", CreatedAt: old, PayerKind: "shared"}); err != nil {
-		t.Fatal(err)
-	}
-	c := cache.New(st, cache.Options{Now: func() time.Time { return old }})
-	if err := c.Poll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, c := saladCache(t, old)
 	if got, err := c.Budgeted(ctx, "salad", old); got || err != nil {
 		t.Fatalf("Budgeted(salad) = %v, %v, want false, nil", got, err)
 	}
@@ -91,4 +69,23 @@ func TestBudgeted_KeptByTheBoxAsEnrolled(t *testing.T) {
 	if got, err := c.Budgeted(ctx, "salad", created); !got || err != nil {
 		t.Errorf("Budgeted(the new salad) before the poll = %v, %v, want true, nil", got, err)
 	}
+}
+
+// saladCache returns a store holding the box salad, enrolled at now, and
+// a cache over it whose clock stands at now, polled once.
+func saladCache(t *testing.T, now time.Time) (*sqlite.Store, *cache.Cache) {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "boxbroker.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateBox(context.Background(), store.Box{Name: "salad", TokenHash: "h", CreatedAt: now, PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	c := cache.New(st, cache.Options{Now: func() time.Time { return now }})
+	if err := c.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st, c
 }
