@@ -30,7 +30,7 @@
 // limit within a round, and the calls of the removed box still in
 // flight or admitted from memory (and their tokens, as they settle)
 // neither count against it nor are judged by its counts. The counts
-// replicas exchange name the enrolment too (key.String), so a replica
+// replicas exchange name the enrolment too (counter.String), so a replica
 // of a version that names none shares no counts with this one.
 package ratelimit
 
