@@ -93,18 +93,7 @@ func TestRefused_RequestOfARemovedBoxIsNotProposedToTheNewOne(t *testing.T) {
 func TestRefused_RequestOfARemovedBoxIsNotAllowedByTheNewOnesApproval(t *testing.T) {
 	svc, st, _, _ := newService(t)
 	ctx := t.Context()
-	const newToken = "the new box's token"
-	if err := st.DeleteBox(ctx, "alpha"); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: token.Hash(newToken), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
-		t.Fatal(err)
-	}
-	mine := rule("/repos/acme/x/issues")
-	mine.TokenHash, mine.Forbidden = token.Hash(newToken), []string{newToken}
+	mine := reenrol(t, svc, st, "the new box's token")
 	v, err := svc.Refused(ctx, mine)
 	if err != nil || v.Proposal.ID == "" {
 		t.Fatalf("Refused(the new box's request) = %+v, %v; want a proposal", v, err)
@@ -125,4 +114,61 @@ func TestRefused_RequestOfARemovedBoxIsNotAllowedByTheNewOnesApproval(t *testing
 	if v, err := svc.Refused(ctx, mine); err != nil || v.Approved || v.Asked {
 		t.Errorf("Refused(a request with the token replaced) = %+v, %v; want neither approved nor asked", v, err)
 	}
+}
+
+// TestRefused_DenialIsTheBoxsOwnAcrossReenrolment: a person's denial of
+// a box's attempt stands for that box alone. The box added under a
+// removed one's name asks afresh about the attempt the removed box was
+// denied (the denial went with its box), and once the new box's own
+// attempt is denied, a request admitted with the removed box's token
+// (from memory not yet told) is told of no denial, and opens nothing.
+func TestRefused_DenialIsTheBoxsOwnAcrossReenrolment(t *testing.T) {
+	svc, st, _, _ := newService(t)
+	ctx := t.Context()
+	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
+		t.Fatal(err)
+	}
+	old := rule("/repos/acme/x/issues")
+	v, err := svc.Refused(ctx, old)
+	if err != nil || v.Proposal.ID == "" {
+		t.Fatalf("Refused(the box's request) = %+v, %v; want a proposal", v, err)
+	}
+	if _, err := svc.Deny(ctx, v.Proposal.ID, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := svc.Refused(ctx, old); err != nil || v.Denied.ID == "" {
+		t.Fatalf("Refused(the denied request again) = %+v, %v; want the denial, or this test shows nothing", v, err)
+	}
+
+	mine := reenrol(t, svc, st, "the new box's token")
+	v, err = svc.Refused(ctx, mine)
+	if err != nil || v.Denied.ID != "" || v.Proposal.ID == "" {
+		t.Fatalf("Refused(the new box's request) = %+v, %v; want a proposal of its own, no denial of the removed box's", v, err)
+	}
+	if _, err := svc.Deny(ctx, v.Proposal.ID, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := svc.Refused(ctx, old); err != nil || v.Denied.ID != "" || v.Proposal.ID != "" || svc.Words(v) != "" {
+		t.Errorf("Refused(the removed box's request) = %+v, %v; want no denial of the new box's named, nothing opened", v, err)
+	}
+}
+
+// reenrol removes alpha and adds another box under its name, with the
+// token newToken, whose owner asks about GITHUB's rules, and returns the
+// new box's attempt of rule("/repos/acme/x/issues").
+func reenrol(t *testing.T, svc *approval.Service, st *sqlite.Store, newToken string) approval.Attempt {
+	t.Helper()
+	ctx := t.Context()
+	if err := st.DeleteBox(ctx, "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateBox(ctx, store.Box{Name: "alpha", TokenHash: token.Hash(newToken), CreatedAt: time.Now(), PayerKind: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetAsk(ctx, "alpha", approval.SecretScope("GITHUB"), true); err != nil {
+		t.Fatal(err)
+	}
+	mine := rule("/repos/acme/x/issues")
+	mine.TokenHash, mine.Forbidden = token.Hash(newToken), []string{newToken}
+	return mine
 }

@@ -104,7 +104,11 @@ type Cache struct {
 	decls    map[declKey]*protocol.Declaration
 	creds    map[string]store.Credential
 	credMiss map[string]struct{}
-	budgeted map[string]bool // box name → whether it has any budget
+	// budgeted says whether a box has any budget, kept by the box as it
+	// was enrolled (its name and created_at): a box added under the name
+	// of one removed, which memory has not yet heard of, is not taken to
+	// have the removed box's budgets, or none as it had none.
+	budgeted map[enrolment]bool
 	// secrets are kept by box, name and the hash of the token of the
 	// request that read them, which re-enrolment under the box's name
 	// and rotation change: a request admitted with a token its box no
@@ -146,7 +150,7 @@ func (c *Cache) resetLocked() {
 	c.decls = map[declKey]*protocol.Declaration{}
 	c.creds = map[string]store.Credential{}
 	c.credMiss = map[string]struct{}{}
-	c.budgeted = map[string]bool{}
+	c.budgeted = map[enrolment]bool{}
 	c.secrets = map[secretKey]store.Secret{}
 	c.secMiss = map[secretKey]struct{}{}
 	c.boxCreds = map[credKey]store.Credential{}
@@ -388,14 +392,14 @@ func (c *Cache) dropLocked(kind, key string) {
 		delete(c.byName, key)
 		clear(c.missing)
 		dropDecls(c, key)
-		delete(c.budgeted, key)
+		dropBudgeted(c, key)
 		// A removed box takes its secrets with it.
 		dropSecrets(c, func(k secretKey) bool { return k.box == key })
 		dropBoxCreds(c, func(k credKey) bool { return k.box == key })
 	case store.ChangeDeclaration:
 		dropDecls(c, key)
 	case store.ChangeBudget:
-		delete(c.budgeted, key)
+		dropBudgeted(c, key)
 	case store.ChangeCredential:
 		delete(c.creds, key)
 		delete(c.credMiss, key)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/intentius/boxbroker/internal/hold"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -56,11 +57,14 @@ type declKey struct{ box, tokenHash string }
 // String names the key in the flight of its read.
 func (k declKey) String() string { return k.box + "\x00" + k.tokenHash }
 
-// Budgeted reports whether box has any budget, its own or a principal's
-// on it: a model call of a box with none reserves nothing, so it need not
-// ask the store.
-func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
-	return cached(ctx, c, "budgeted", box, &c.budgeted, nil, nil, func(ctx context.Context) (bool, error) {
+// Budgeted reports whether the box named box, enrolled at created (its
+// CreatedAt), has any budget, its own or a principal's on it: a model
+// call of a box with none reserves nothing, so it need not ask the
+// store. It is kept by the box as enrolled, so that a box added under
+// the name of one removed, which memory has not yet heard of, is not
+// taken to have none because the removed box had none.
+func (c *Cache) Budgeted(ctx context.Context, box string, created time.Time) (bool, error) {
+	return cached(ctx, c, "budgeted", enrolment{box, created.UnixMicro()}, &c.budgeted, nil, nil, func(ctx context.Context) (bool, error) {
 		bs, err := c.st.ListBudgets(ctx, box)
 		if err != nil || len(bs) > 0 {
 			return len(bs) > 0, err
@@ -68,6 +72,22 @@ func (c *Cache) Budgeted(ctx context.Context, box string) (bool, error) {
 		ws, err := c.st.ListWindowBudgets(ctx, box)
 		return len(ws) > 0, err
 	})
+}
+
+// enrolment is a box as it was enrolled: its name, and its CreatedAt in
+// Unix microseconds (the store's precision).
+type enrolment struct {
+	box     string
+	created int64
+}
+
+// String names the key in the flight of its read.
+func (k enrolment) String() string { return k.box + "\x00" + strconv.FormatInt(k.created, 10) }
+
+// dropBudgeted forgets whether the boxes named box have budgets, with
+// c.mu held.
+func dropBudgeted(c *Cache, box string) {
+	maps.DeleteFunc(c.budgeted, func(k enrolment, _ bool) bool { return k.box == box })
 }
 
 // Credential returns the sealed credential with that ID, or store.ErrNotFound.

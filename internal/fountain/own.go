@@ -337,7 +337,7 @@ func (c *Capability) own(ctx context.Context, cl *capability.Call, kind, id, whe
 	shown, _ := proxy.ScrubTokens(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if err := c.tokenGone(ctx, cl); err != nil {
+		if err := c.tokenGone(ctx, cl.Box, cl.TokenHash); err != nil {
 			return err
 		}
 		how := fmt.Sprintf("the operator assigns one to a box with `boxbroker box assign %s %s %s`", box, kind, shown)
@@ -384,9 +384,17 @@ func (c *Capability) filterListing(resp *http.Response, cl *call) error {
 	}
 	// Read while the box holds the token it was admitted with, as own
 	// reads.
-	recs, err := c.cfg.Resources.ListResourcesOfToken(resp.Request.Context(), cl.box, cl.tokenHash)
+	ctx := resp.Request.Context()
+	recs, err := c.cfg.Resources.ListResourcesOfToken(ctx, cl.box, cl.tokenHash)
 	if err != nil {
 		return capability.Unavailable(err)
+	}
+	if len(recs) == 0 {
+		// None, perhaps because the box no longer holds the token: its
+		// listing is then refused as every other request of it is.
+		if err := c.tokenGone(ctx, cl.admitted, cl.tokenHash); err != nil {
+			return err
+		}
 	}
 	mine := make(map[string]bool, len(recs))
 	for _, rec := range recs {
@@ -446,17 +454,18 @@ func isMine(v any, mine map[string]bool) bool {
 	return false
 }
 
-// tokenGone returns capability.TokenGone when the box cl admitted no
-// longer holds the token it was admitted with (removed, or its token
-// replaced), which is why an id was not found as its own; nil when it
+// tokenGone returns capability.TokenGone when admitted, the box as a
+// request was admitted with the token that hashes to tokenHash, no
+// longer holds that token (removed, or its token replaced), which is why
+// an id was not found as its own (or a listing kept none); nil when it
 // still does, and capability.Unavailable when the store does not answer.
-func (c *Capability) tokenGone(ctx context.Context, cl *capability.Call) error {
-	now, err := c.cfg.Resources.Box(ctx, cl.Box.Name)
+func (c *Capability) tokenGone(ctx context.Context, admitted store.Box, tokenHash string) error {
+	now, err := c.cfg.Resources.Box(ctx, admitted.Name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return capability.Unavailable(err)
 	}
-	if err == nil && now.CreatedAt.Equal(cl.Box.CreatedAt) && (now.TokenHash == cl.TokenHash || now.OldTokenHash == cl.TokenHash) {
+	if err == nil && now.CreatedAt.Equal(admitted.CreatedAt) && (now.TokenHash == tokenHash || now.OldTokenHash == tokenHash) {
 		return nil
 	}
-	return capability.TokenGone(ctx, c.cfg.Resources, cl.Box)
+	return capability.TokenGone(ctx, c.cfg.Resources, admitted)
 }

@@ -89,8 +89,8 @@ func TestFountain_ConversationOfARemovedBoxIsNotTheNewOnes(t *testing.T) {
 // new one added under its name and assigned a sandbox, while the
 // broker's memory still admits the removed box's token: the removed
 // box's request naming the sandbox is refused as a removed box's (not
-// as one naming an id of no box's), nothing reaching Fountain, and its
-// listing keeps none of the new box's ids.
+// as one naming an id of no box's), nothing reaching Fountain, and so
+// is its listing, which keeps none of the new box's ids.
 func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
 	u := brokertest.NewUnheard(t)
 	st := u.Store
@@ -142,8 +142,10 @@ func TestFountain_RemovedBoxFindsNoneOfTheNewBoxsIds(t *testing.T) {
 	if n := len(br.Fountain.Seen()); n != 0 {
 		t.Errorf("Fountain received %d requests naming the new box's sandbox, want none", n)
 	}
+	// Its listing is refused as every other request of it is, not
+	// answered as an empty list (nor with the new box's ids).
 	resp := br.Do("GET", "/fountain/api/sandboxes", old, nil, nil)
-	if resp.StatusCode != http.StatusOK || strings.Contains(string(resp.Body), "sb-new") {
-		t.Errorf("the removed box's listing = %d %s, want 200 holding none of the new box's", resp.StatusCode, resp.Body)
+	if _, msg := brokertest.Refusal(resp.Body); resp.StatusCode != http.StatusForbidden || msg != "The box was removed from this broker." || strings.Contains(string(resp.Body), "sb-new") {
+		t.Errorf("the removed box's listing = %d %s, want 403 removed", resp.StatusCode, resp.Body)
 	}
 }

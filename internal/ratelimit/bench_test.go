@@ -86,7 +86,7 @@ func simulate(b *testing.B, st store.RateLimits, start time.Time, limit int, sha
 			owed[i] += perStep * share[i]
 			for owed[i] >= 1 {
 				owed[i]--
-				if l.Admit("alpha", "") == nil {
+				if l.Admit("alpha", enrolled, "") == nil {
 					n++
 				}
 			}
@@ -142,10 +142,10 @@ func BenchmarkAdmit(b *testing.B) {
 		b.Run(box, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if f := l.Admit(box, "github:someone"); f != nil {
+					if f := l.Admit(box, enrolled, "github:someone"); f != nil {
 						b.Fatalf("Admit(%s) refused: %+v", box, f)
 					}
-					l.Charge(box, "github:someone", 100, 10)
+					l.Charge(box, enrolled, "github:someone", 100, 10)
 				}
 			})
 		})

@@ -22,6 +22,16 @@
 // sees another's use up to one exchange late, so limits can be passed by
 // what the other replicas admit in that time. The limits themselves are
 // read from the store at every round too.
+//
+// A limit is the box's configuration, and goes with the box when it is
+// removed (read again within a round). Its counts are of the box as it
+// was enrolled (its CreatedAt): a box added under the name of one
+// removed starts with an empty minute, even when it is given the same
+// limit within a round, and the calls of the removed box still in
+// flight or admitted from memory (and their tokens, as they settle)
+// neither count against it nor are judged by its counts. The counts
+// replicas exchange name the enrolment too (counter.String), so a replica
+// of a version that names none shares no counts with this one.
 package ratelimit
 
 import (
@@ -30,6 +40,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,9 +73,18 @@ type Config struct {
 // key is a limit's key: a box's own (principal "") or a principal's on it.
 type key struct{ box, principal string }
 
-// String is k as the store keeps it: box, a space, principal (neither
-// holds white space).
-func (k key) String() string { return k.box + " " + k.principal }
+// counter is what a key's counts are of: the key of the box enrolled at
+// enrolled (its CreatedAt in Unix microseconds).
+type counter struct {
+	key
+	enrolled int64
+}
+
+// String is c as the store keeps it: box, a space, principal, a space,
+// enrolled (neither box nor principal holds white space).
+func (c counter) String() string {
+	return c.box + " " + c.principal + " " + strconv.FormatInt(c.enrolled, 10)
+}
 
 // slot is one second's counts.
 type slot struct {
@@ -72,8 +92,12 @@ type slot struct {
 	req, input, output int64
 }
 
-// ring is a key's last minute, a slot a second.
-type ring [60]slot
+// ring is a key's last minute, a slot a second, counted for the box
+// enrolled at enrolled.
+type ring struct {
+	enrolled int64
+	slots    [60]slot
+}
 
 // plus adds o's counts to s's.
 func (s *slot) plus(o slot) {
@@ -84,7 +108,7 @@ func (s *slot) plus(o slot) {
 
 // add adds c's counts to the slot of second sec.
 func (r *ring) add(sec int64, c slot) {
-	s := &r[sec%60]
+	s := &r.slots[sec%60]
 	if s.sec != sec {
 		*s = slot{sec: sec}
 	}
@@ -94,7 +118,7 @@ func (r *ring) add(sec int64, c slot) {
 // sum is the counts of the minute ending with second sec, and the oldest
 // second that holds any (0 for none).
 func (r *ring) sum(sec int64) (total slot, oldest int64) {
-	for _, s := range r {
+	for _, s := range r.slots {
 		if s.sec > sec-60 && s.sec <= sec && (s.req|s.input|s.output) != 0 {
 			total.plus(s)
 			if oldest == 0 || s.sec < oldest {
@@ -117,10 +141,12 @@ type Limiter struct {
 	log *slog.Logger
 
 	mu sync.Mutex // guards what follows
-	// local is this process's counts of each key with a limit.
+	// local is this process's counts of each key with a limit, for the
+	// box of its name enrolled last that this process counted.
 	local map[key]*ring
-	// remote is the other replicas' counts of each key, as last read.
-	remote map[key]slot
+	// remote is the other replicas' counts of each key and enrolment,
+	// as last read.
+	remote map[counter]slot
 }
 
 // New returns a Limiter, or an error without a store.
@@ -135,7 +161,7 @@ func New(cfg Config) (*Limiter, error) {
 		_, _ = rand.Read(b[:])
 		cfg.Replica = hex.EncodeToString(b[:])
 	}
-	l := &Limiter{cfg: cfg, log: cfg.Logger, local: map[key]*ring{}, remote: map[key]slot{}}
+	l := &Limiter{cfg: cfg, log: cfg.Logger, local: map[key]*ring{}, remote: map[counter]slot{}}
 	l.limits.Store(&map[key]store.RateLimit{})
 	return l, nil
 }
@@ -150,10 +176,13 @@ type Refusal struct {
 	RetryAfter time.Duration
 }
 
-// Admit counts a request of box paid by principal ("" for none) and
-// returns nil, or returns the refusal of the first limit it would pass
-// (the box's before the principal's) and counts nothing.
-func (l *Limiter) Admit(box, principal string) *Refusal {
+// Admit counts a request of the box named box, enrolled at created (its
+// CreatedAt), paid by principal ("" for none) and returns nil, or returns
+// the refusal of the first limit it would pass (the box's before the
+// principal's) and counts nothing. A request of a box enrolled before
+// the one whose requests the limit counts here (one removed since, and
+// another added under its name) is neither judged nor counted.
+func (l *Limiter) Admit(box string, created time.Time, principal string) *Refusal {
 	keys, n := keysOf(box, principal)
 	lims, has := l.limitsOf(keys, n)
 	if !has[0] && !has[1] {
@@ -161,6 +190,7 @@ func (l *Limiter) Admit(box, principal string) *Refusal {
 	}
 	now := l.cfg.Now()
 	sec := now.Unix()
+	enrolled := created.UnixMicro()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, k := range keys[:n] {
@@ -171,9 +201,14 @@ func (l *Limiter) Admit(box, principal string) *Refusal {
 		var used slot
 		var oldest int64
 		if r := l.local[k]; r != nil {
-			used, oldest = r.sum(sec)
+			if r.enrolled > enrolled {
+				continue // a removed box's
+			}
+			if r.enrolled == enrolled {
+				used, oldest = r.sum(sec)
+			}
 		}
-		used.plus(l.remote[k])
+		used.plus(l.remote[counter{k, enrolled}])
 		var f *Refusal
 		switch {
 		case lim.RPM > 0 && used.req+1 > lim.RPM:
@@ -195,16 +230,17 @@ func (l *Limiter) Admit(box, principal string) *Refusal {
 		}
 	}
 	for _, k := range keys[:n] {
-		if r := l.ringLocked(k); r != nil {
+		if r := l.ringLocked(k, enrolled); r != nil {
 			r.add(sec, slot{req: 1})
 		}
 	}
 	return nil
 }
 
-// Charge counts a settled call's tokens against the limits of box and
-// principal.
-func (l *Limiter) Charge(box, principal string, input, output int64) {
+// Charge counts a settled call's tokens against the limits of box,
+// enrolled at created, and principal; nothing for a box enrolled before
+// the one whose requests the limit counts here (see Admit).
+func (l *Limiter) Charge(box string, created time.Time, principal string, input, output int64) {
 	if input <= 0 && output <= 0 {
 		return
 	}
@@ -214,13 +250,14 @@ func (l *Limiter) Charge(box, principal string, input, output int64) {
 		return
 	}
 	sec := l.cfg.Now().Unix()
+	enrolled := created.UnixMicro()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, k := range keys[:n] {
 		if !has[i] {
 			continue
 		}
-		if r := l.ringLocked(k); r != nil {
+		if r := l.ringLocked(k, enrolled); r != nil {
 			r.add(sec, slot{input: input, output: output})
 		}
 	}
@@ -246,18 +283,24 @@ func (l *Limiter) limitsOf(keys [2]key, n int) (lims [2]store.RateLimit, has [2]
 	return lims, has
 }
 
-// ringLocked is k's counts, made on first use; nil when no limit of k
-// is known.
+// ringLocked is k's counts for the box enrolled at enrolled, made on
+// first use, and made afresh for a box enrolled after the one counted
+// (added under the name of one removed); nil when no limit of k is
+// known, or for a box enrolled before the one counted.
 // A key's ring stands only while the limits hold the key: Round drops
 // the others' under the same lock.
-func (l *Limiter) ringLocked(k key) *ring {
-	if r := l.local[k]; r != nil {
+func (l *Limiter) ringLocked(k key, enrolled int64) *ring {
+	r := l.local[k]
+	switch {
+	case r != nil && r.enrolled == enrolled:
 		return r
+	case r != nil && r.enrolled > enrolled:
+		return nil
 	}
 	if _, ok := (*l.limits.Load())[k]; !ok {
 		return nil
 	}
-	r := new(ring)
+	r = &ring{enrolled: enrolled}
 	l.local[k] = r
 	return r
 }
@@ -301,7 +344,7 @@ func (l *Limiter) Round(ctx context.Context) error {
 			continue
 		}
 		if s, oldest := r.sum(sec); oldest != 0 || l.cfg.Exchange {
-			mine = append(mine, store.RateCount{Key: k.String(), Requests: s.req, InputTokens: s.input, OutputTokens: s.output})
+			mine = append(mine, store.RateCount{Key: counter{k, r.enrolled}.String(), Requests: s.req, InputTokens: s.input, OutputTokens: s.output})
 		}
 	}
 	l.mu.Unlock()
@@ -315,9 +358,9 @@ func (l *Limiter) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	remote := make(map[key]slot)
+	remote := make(map[counter]slot)
 	for _, c := range others {
-		k, ok := parseKey(c.Key)
+		k, ok := parseCounter(c.Key)
 		if !ok {
 			continue
 		}
@@ -331,8 +374,10 @@ func (l *Limiter) Round(ctx context.Context) error {
 	return nil
 }
 
-// parseKey reads a key as key.String writes it.
-func parseKey(s string) (key, bool) {
-	box, principal, ok := strings.Cut(s, " ")
-	return key{box, principal}, ok
+// parseCounter reads a counter as counter.String writes it.
+func parseCounter(s string) (counter, bool) {
+	box, rest, ok := strings.Cut(s, " ")
+	principal, at, ok2 := strings.Cut(rest, " ")
+	enrolled, err := strconv.ParseInt(at, 10, 64)
+	return counter{key{box, principal}, enrolled}, ok && ok2 && err == nil
 }

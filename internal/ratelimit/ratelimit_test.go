@@ -60,6 +60,10 @@ func (m *memStore) ExchangeRates(_ context.Context, replica string, mine []store
 	return out, nil
 }
 
+// enrolled is when the boxes the tests count were enrolled (their
+// CreatedAt).
+var enrolled = time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+
 // clock is a clock tests move by hand.
 type clock struct{ t time.Time }
 
@@ -82,20 +86,20 @@ func TestLimiter_RequestsAMinute(t *testing.T) {
 	c := &clock{time.Unix(1_000_000, 0)}
 	l := newLimiter(t, st, c, false)
 	for i := range 3 {
-		if f := l.Admit("alpha", ""); f != nil {
+		if f := l.Admit("alpha", enrolled, ""); f != nil {
 			t.Fatalf("Admit #%d = %+v, want admitted", i+1, f)
 		}
 		c.t = c.t.Add(10 * time.Second)
 	}
-	f := l.Admit("alpha", "")
+	f := l.Admit("alpha", enrolled, "")
 	if f == nil || f.Of != "requests" || f.RetryAfter != 30*time.Second {
 		t.Fatalf("Admit #4 = %+v, want refused on requests, retry after 30s (the first call leaves the minute)", f)
 	}
-	if f := l.Admit("beta", ""); f != nil {
+	if f := l.Admit("beta", enrolled, ""); f != nil {
 		t.Errorf("Admit(beta), a box with no limit = %+v, want admitted", f)
 	}
 	c.t = c.t.Add(30 * time.Second)
-	if f := l.Admit("alpha", ""); f != nil {
+	if f := l.Admit("alpha", enrolled, ""); f != nil {
 		t.Errorf("Admit a minute after the first = %+v, want admitted", f)
 	}
 }
@@ -107,15 +111,15 @@ func TestLimiter_OutputTokensChargedAfter(t *testing.T) {
 	st := &memStore{limits: []store.RateLimit{{Box: "alpha", Principal: "github:ann", OutputTPM: 100, InputTPM: 1000}}}
 	c := &clock{time.Unix(1_000_000, 0)}
 	l := newLimiter(t, st, c, false)
-	if f := l.Admit("alpha", "github:ann"); f != nil {
+	if f := l.Admit("alpha", enrolled, "github:ann"); f != nil {
 		t.Fatalf("Admit = %+v, want admitted", f)
 	}
-	l.Charge("alpha", "github:ann", 10, 150)
-	f := l.Admit("alpha", "github:ann")
+	l.Charge("alpha", enrolled, "github:ann", 10, 150)
+	f := l.Admit("alpha", enrolled, "github:ann")
 	if f == nil || f.Of != "output tokens" || f.Used != 150 || f.Limit.Principal != "github:ann" {
 		t.Fatalf("Admit past the output limit = %+v, want refused on ann's output tokens", f)
 	}
-	if f := l.Admit("alpha", "github:bob"); f != nil {
+	if f := l.Admit("alpha", enrolled, "github:bob"); f != nil {
 		t.Errorf("Admit(bob) = %+v, want admitted (ann's limit is not bob's)", f)
 	}
 }
@@ -127,7 +131,7 @@ func TestLimiter_ReplicasShareALimit(t *testing.T) {
 	c := &clock{time.Unix(1_000_000, 0)}
 	a, b := newLimiter(t, st, c, true), newLimiter(t, st, c, true)
 	for range 3 {
-		if f := a.Admit("alpha", ""); f != nil {
+		if f := a.Admit("alpha", enrolled, ""); f != nil {
 			t.Fatalf("a.Admit = %+v", f)
 		}
 	}
@@ -138,10 +142,10 @@ func TestLimiter_ReplicasShareALimit(t *testing.T) {
 	if err := b.Round(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f := b.Admit("alpha", ""); f != nil {
+	if f := b.Admit("alpha", enrolled, ""); f != nil {
 		t.Fatalf("b.Admit #4 = %+v, want admitted", f)
 	}
-	if f := b.Admit("alpha", ""); f == nil {
+	if f := b.Admit("alpha", enrolled, ""); f == nil {
 		t.Fatalf("b.Admit #5 = nil, want refused: a's 3 and b's 1 fill the 4 a minute")
 	}
 }
@@ -167,7 +171,7 @@ func TestLimiter_ReplicasShareALimitWhateverTheirClocks(t *testing.T) {
 	behind, ahead := &clock{now.Add(-3 * time.Second)}, &clock{now}
 	a, b := newLimiter(t, st, behind, true), newLimiter(t, st, ahead, true)
 	for range 3 {
-		if f := a.Admit("alpha", ""); f != nil {
+		if f := a.Admit("alpha", enrolled, ""); f != nil {
 			t.Fatalf("a.Admit = %+v", f)
 		}
 	}
@@ -177,10 +181,51 @@ func TestLimiter_ReplicasShareALimitWhateverTheirClocks(t *testing.T) {
 	if err := b.Round(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f := b.Admit("alpha", ""); f != nil {
+	if f := b.Admit("alpha", enrolled, ""); f != nil {
 		t.Fatalf("b.Admit #4 = %+v, want admitted", f)
 	}
-	if f := b.Admit("alpha", ""); f == nil {
+	if f := b.Admit("alpha", enrolled, ""); f == nil {
 		t.Fatalf("b.Admit #5 = nil, want refused: a's 3 (its clock 3 s behind b's) and b's 1 fill the 4 a minute")
+	}
+}
+
+// TestLimiter_BoxAddedUnderARemovedOnesNameStartsAfresh: a box is
+// removed and another added under its name with the same limit within
+// one round (a scripted `box remove`, `box add`, `limit set`), so the
+// limit's key is never gone from memory: the new box's minute holds
+// nothing of the removed box's calls, on this replica or as another
+// replica reports them, nor of the tokens of a call of the removed box
+// that settles after, and that call is not judged by the new box's.
+func TestLimiter_BoxAddedUnderARemovedOnesNameStartsAfresh(t *testing.T) {
+	st := &memStore{limits: []store.RateLimit{{Box: "alpha", RPM: 2, OutputTPM: 100}}}
+	c := &clock{time.Unix(1_000_000, 0)}
+	a, b := newLimiter(t, st, c, true), newLimiter(t, st, c, true)
+	for _, l := range []*ratelimit.Limiter{a, b} {
+		if f := l.Admit("alpha", enrolled, ""); f != nil {
+			t.Fatalf("Admit(the removed box) = %+v, want admitted", f)
+		}
+	}
+	ctx := context.Background()
+	for _, l := range []*ratelimit.Limiter{a, b, a} {
+		if err := l.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := a.Admit("alpha", enrolled, ""); f == nil {
+		t.Fatalf("Admit(the removed box) #3 = nil, want refused, or this test shows nothing")
+	}
+	added := enrolled.Add(time.Hour)
+	if f := a.Admit("alpha", added, ""); f != nil {
+		t.Fatalf("Admit(the new box) = %+v, want admitted: its minute holds none of the removed box's calls", f)
+	}
+	a.Charge("alpha", enrolled, "", 0, 500) // the removed box's call settles
+	if f := a.Admit("alpha", added, ""); f != nil {
+		t.Errorf("Admit(the new box) #2 = %+v, want admitted: the removed box's tokens are not its own", f)
+	}
+	if f := a.Admit("alpha", enrolled, ""); f != nil {
+		t.Errorf("Admit(the removed box) after the new box's calls = %+v, want it judged by no count of the new box's", f)
+	}
+	if f := a.Admit("alpha", added, ""); f == nil {
+		t.Errorf("Admit(the new box) #3 = nil, want refused by its own two calls")
 	}
 }

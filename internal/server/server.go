@@ -352,7 +352,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	meter, err := spend.New(spend.Config{Store: st, Outbox: ob, Approvals: approvals, RateLimiter: rates, Alerter: alerter,
+	meter, err := spend.New(spend.Config{Store: st, Boxes: st, Outbox: ob, Approvals: approvals, RateLimiter: rates, Alerter: alerter,
 		StaleAfter: cfg.ReservationLease, Budgeted: c.Budgeted, Prices: prices, Metrics: m, Now: opt.SpendNow, Logger: log, MaxTokens: cfg.ReserveMaxTokens, MaxBody: cfg.MaxBody,
 		Counter: m, StoreClock: storeClock})
 	if err != nil {

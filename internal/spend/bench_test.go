@@ -146,7 +146,7 @@ func sizedBody(tb testing.TB, n int) []byte {
 // reads the body: what metering costs a call before its answer.
 func benchmarkPrepare(b *testing.B, body []byte, budgeted bool) {
 	m, err := spend.New(spend.Config{Store: nopStore{},
-		Budgeted: func(context.Context, string) (bool, error) { return budgeted, nil }})
+		Budgeted: func(context.Context, string, time.Time) (bool, error) { return budgeted, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

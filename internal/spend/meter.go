@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/intentius/boxbroker/internal/approval"
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/metrics"
 	"github.com/intentius/boxbroker/internal/protocol"
@@ -70,6 +71,14 @@ const (
 type Config struct {
 	// Store keeps budgets, tallies, reservations and usage. Required.
 	Store store.Spend
+	// Boxes, when set, reads a box as the store holds it now: a call that
+	// nothing bounds, refused where a budget of its box's name applies,
+	// is refused as a removed box's (capability.TokenGone) instead when
+	// the box of that name is no longer the one the call was admitted as
+	// (removed, perhaps with another added under its name), so that it
+	// is neither judged by nor told of the new box's budgets. Nil judges
+	// it by the name alone.
+	Boxes capability.BoxReader
 	// Approvals, when set, lets a call past a budget through once when
 	// an approval of that model and amount is in force, and opens a
 	// proposal for one when the box's owner asks about its budget
@@ -84,13 +93,14 @@ type Config struct {
 	// there to be settled in a batch with others when it takes it, and
 	// every other call is settled as it ends (package outbox).
 	Outbox Outbox
-	// Budgeted, when set, tells from memory whether a box has any budget
-	// (the cache's Budgeted): a call of a box with none makes no
+	// Budgeted, when set, tells from memory whether a box (by its name
+	// and CreatedAt, as its call was admitted) has any budget (the
+	// cache's Budgeted): a call of a box with none makes no
 	// reservation, so it reads nothing from the store before it is
 	// forwarded, and its body — when its capability meters it unread
 	// (a Messages body) — is forwarded as it comes, read as it passes.
 	// Nil asks the store on every call. An error asks the store too.
-	Budgeted func(ctx context.Context, box string) (bool, error)
+	Budgeted func(ctx context.Context, box string, created time.Time) (bool, error)
 	// Prices is the price table (nil: DefaultPrices).
 	Prices *Prices
 	// Metrics, when set, counts calls of models the table does not name

@@ -14,10 +14,11 @@ import (
 // call is admitted before its budget is reserved, and charged its tokens
 // as it settles.
 type RateLimiter interface {
-	// Admit counts a call of box paid by principal, or refuses it.
-	Admit(box, principal string) *ratelimit.Refusal
+	// Admit counts a call of the box named box, enrolled at created
+	// (its CreatedAt), paid by principal, or refuses it.
+	Admit(box string, created time.Time, principal string) *ratelimit.Refusal
 	// Charge counts a settled call's tokens.
-	Charge(box, principal string, input, output int64)
+	Charge(box string, created time.Time, principal string, input, output int64)
 }
 
 // admitRate refuses a call of s past a rate limit with a 429 whose
@@ -26,7 +27,7 @@ func (m *Meter) admitRate(w http.ResponseWriter, s *settlement) error {
 	if m.cfg.RateLimiter == nil {
 		return nil
 	}
-	f := m.cfg.RateLimiter.Admit(s.box, s.principal)
+	f := m.cfg.RateLimiter.Admit(s.box, s.created, s.principal)
 	if f == nil {
 		return nil
 	}
@@ -69,5 +70,5 @@ func (m *Meter) chargeRate(s *settlement, readings []reading) {
 		}
 		in, out = in+i, out+o
 	}
-	m.cfg.RateLimiter.Charge(s.box, s.principal, in, out)
+	m.cfg.RateLimiter.Charge(s.box, s.created, s.principal, in, out)
 }

@@ -2,6 +2,7 @@ package spend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,8 +14,11 @@ import (
 // refuseUnboundable returns the refusal of s's call, whose cost nothing
 // bounds (why), when a budget applies to it: the box's, or its
 // principal's, monthly or over another window (a window's limit is as
-// easily passed as a month's). It returns a 503 when the budgets cannot
-// be read, and nil when no budget applies.
+// easily passed as a month's). The budgets are read by the box's name,
+// so a call whose box is no longer the one of that name (Config.Boxes)
+// is refused as a removed box's rather than by another box's budget. It
+// returns a 503 when the budgets (or the box) cannot be read, and nil
+// when no budget applies.
 func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string) *capability.Error {
 	for _, list := range []func(context.Context, string) ([]store.Budget, error){m.cfg.Store.ListBudgets, m.cfg.Store.ListWindowBudgets} {
 		bs, err := list(ctx, s.box)
@@ -23,11 +27,31 @@ func (m *Meter) refuseUnboundable(ctx context.Context, s settlement, why string)
 		}
 		for _, b := range bs {
 			if b.Principal == "" || b.Principal == s.principal {
+				if err := m.enrolled(ctx, s); err != nil {
+					return err
+				}
 				return Unboundable(b, why)
 			}
 		}
 	}
 	return nil
+}
+
+// enrolled returns nil when the box named s.box is the one s's call was
+// admitted as (enrolled at s.created), or without Config.Boxes; else
+// capability.TokenGone, or budgetUnreadable when the box cannot be read.
+func (m *Meter) enrolled(ctx context.Context, s settlement) *capability.Error {
+	if m.cfg.Boxes == nil {
+		return nil
+	}
+	now, err := m.cfg.Boxes.Box(ctx, s.box)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return budgetUnreadable(err)
+	}
+	if err == nil && now.CreatedAt.Equal(s.created) {
+		return nil
+	}
+	return capability.TokenGone(ctx, m.cfg.Boxes, store.Box{Name: s.box, CreatedAt: s.created})
 }
 
 // budgetUnreadable is the 503 of a call whose box's budgets could not be

@@ -52,14 +52,14 @@ type estimated struct {
 // sample the model within it more often than any bound reserved for it.
 // Any other body is read whole before it is forwarded, then forwarded
 // unchanged.
-func (c *metered) estimate(r *http.Request, box string) (estimated, error) {
+func (c *metered) estimate(r *http.Request, box store.Box) (estimated, error) {
 	limit, ok := c.cap.MeterBody(r)
 	if !ok {
 		return estimated{}, nil
 	}
 	unread := c.cap.Estimate(r, nil)
 	if unread.Calls > 0 {
-		if !c.m.budgeted(r.Context(), box) {
+		if !c.m.budgeted(r.Context(), box.Name, box.CreatedAt) {
 			if r.ContentLength > limit {
 				return c.m.estimated(unread, r.ContentLength, nil), nil
 			}
@@ -151,7 +151,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	// goes on a copy of r, so the server's own request keeps its own
 	// body, read to its end, with nothing for the server to drain before
 	// it answers.
-	e, err := c.estimate(r, call.Box.Name)
+	e, err := c.estimate(r, call.Box)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 	if !e.later {
 		s.bound = c.m.Bound(s.est)
 	}
-	if !e.later && s.bound > 0 && c.m.budgeted(r.Context(), s.box) {
+	if !e.later && s.bound > 0 && c.m.budgeted(r.Context(), s.box, s.created) {
 		if e.Unboundable != "" {
 			if err := c.m.refuseUnboundable(r.Context(), s, e.Unboundable); err != nil {
 				return refuse(err)
@@ -252,12 +252,13 @@ type monthName struct {
 	name  string
 }
 
-// budgeted reports whether box may have a budget: false only when
-// Config.Budgeted says for certain that it has none.
-func (m *Meter) budgeted(ctx context.Context, box string) bool {
+// budgeted reports whether the box named box, enrolled at created, may
+// have a budget: false only when Config.Budgeted says for certain that it
+// has none.
+func (m *Meter) budgeted(ctx context.Context, box string, created time.Time) bool {
 	if m.cfg.Budgeted == nil {
 		return true
 	}
-	b, err := m.cfg.Budgeted(ctx, box)
+	b, err := m.cfg.Budgeted(ctx, box, created)
 	return b || err != nil
 }

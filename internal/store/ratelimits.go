@@ -20,6 +20,7 @@ type RateLimit struct {
 // RateCount is what one replica counted against one key of the rate
 // limiter over the last minute, as of At: when the store wrote it, by
 // the store's clock (ExchangeRates sets it; a replica's own is ignored).
+// Key is the limiter's: the box, the principal and the box's enrolment.
 type RateCount struct {
 	Key          string
 	Replica      string
