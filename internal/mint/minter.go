@@ -3,6 +3,8 @@ package mint
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -107,16 +109,22 @@ type Config struct {
 	Store store.Mints
 	// Keyring seals the refresh tokens kept. Required.
 	Keyring *secrets.Keyring
-	// Transport carries minting requests; nil means a clone of
-	// http.DefaultTransport without a proxy from the environment. Every
-	// request passes a guard that sends it only to the spec's MintURL's
-	// scheme and host, and redirects are not followed.
+	// Transport carries minting requests; nil means a
+	// proxy.NewTransport, as every other upstream's (bounded waits and
+	// answer header, TLS verified, no proxy from the environment), whose
+	// dialer connects only at an address the token endpoint's name may
+	// be reached at (reach). Every request passes a guard that sends it
+	// only to the spec's MintURL's scheme and host, and redirects are not
+	// followed.
 	Transport http.RoundTripper
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// resolver looks up token endpoints' names for the default
 	// Transport; nil means net.DefaultResolver. Tests set it.
 	resolver *net.Resolver
+	// roots are the certificate authorities the default Transport
+	// trusts; nil means the system's. Tests set it.
+	roots *x509.CertPool
 	// OnMint, when set, is told of every mint.
 	OnMint func(Event)
 	// RemintEvery is how often, at most, a host's 401 (Forget) drops a
@@ -173,11 +181,10 @@ func NewMinter(cfg Config) (*Minter, error) {
 	defaults.Positive(&cfg.RemintEvery, DefaultRemintEvery)
 	next := cfg.Transport
 	if next == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		t.ResponseHeaderTimeout = mintTimeout
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: cfg.resolver, ControlContext: reach}
-		t.DialContext = d.DialContext
+		t := proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: mintTimeout, Resolver: cfg.resolver, Control: reach})
+		if cfg.roots != nil {
+			t.TLSClientConfig = &tls.Config{RootCAs: cfg.roots}
+		}
 		next = t
 	}
 	return &Minter{
