@@ -250,7 +250,7 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 		if e := EntryFrom(r.Context()); e != "" {
 			args = append(args, "entry", e)
 		}
-		log.Warn("proxy: upstream failed", append(args, "status", ce.Status, "err", err)...)
+		log.Log(r.Context(), ce.LogLevel(), "proxy: upstream failed", append(args, "status", ce.Status, "err", err)...)
 		TraceFrom(r.Context()).Refuse(ce.Reason)
 		ce.Write(w)
 	}
