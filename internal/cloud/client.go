@@ -44,7 +44,9 @@ const maxErrorBody = 64 << 10
 type Client struct {
 	// Transport carries every request: to the cloud's endpoint and, for
 	// Vertex AI, to the service account's token_uri. No redirect is
-	// followed. Nil is http.DefaultTransport.
+	// followed. Nil is http.DefaultTransport. The server's is judged
+	// for each host's address as egress's is (inference.CloudTransport
+	// gives it through proxy.ReachOnly).
 	Transport http.RoundTripper
 	// Now is the clock requests are signed by (nil: time.Now).
 	Now func() time.Time
