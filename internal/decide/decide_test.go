@@ -862,12 +862,7 @@ func TestDecide_NestedStateIsNotBlownUpForTheModel(t *testing.T) {
 // refuses connections is logged naming the entry ("default" for the
 // shared credential on the Anthropic URL), never its key.
 func TestDecide_UpstreamDownNamesEntry(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := refusingAddr(t)
 	logs := &brokertest.Buffer{}
 	b := brokertest.New(t, brokertest.Options{Logs: logs, Config: func(c *server.Config) { c.AnthropicURL.Host = addr }})
 	token := b.AddBox("a")
@@ -897,12 +892,7 @@ func TestDecide_UpstreamDownNamesEntry(t *testing.T) {
 // (WARN: an upstream's failure, not the broker's own). On the code
 // before, decide's was an ERROR line.
 func TestDecide_UpstreamDownLoggedAsInferenceLogsIt(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := refusingAddr(t)
 	tests := []struct {
 		name, path, body string
 		word             string
@@ -934,4 +924,17 @@ func TestDecide_UpstreamDownLoggedAsInferenceLogsIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusingAddr is an address on loopback where nothing listens: a
+// connection there is refused.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	return addr
 }

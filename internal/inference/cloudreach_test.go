@@ -3,14 +3,9 @@
 package inference_test
 
 import (
-	"io"
-	"log"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/brokertest"
@@ -30,17 +25,7 @@ import (
 // connection is made, and the box is refused. On the code before, the
 // connection was made.
 func TestCloud_EndpointNameIsNeverDialledAtThisMachine(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes the code before made
-	srv.StartTLS()
-	defer srv.Close()
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	conns, port := upstreamtest.Listening(t, true)
 	tests := []struct {
 		name, kind string
 		role       bool   // the Bedrock account assumes a role at its sts_endpoint

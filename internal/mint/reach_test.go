@@ -6,12 +6,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/intentius/boxbroker/internal/proxy"
@@ -26,16 +24,7 @@ import (
 // address as egress's does (proxy.Reachable), and connects to none of
 // them. On the code before, the connection was made.
 func TestMint_TokenEndpointNameIsNeverDialledAtThisMachine(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	conns, port := upstreamtest.Listening(t, true)
 	kr, err := secrets.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
