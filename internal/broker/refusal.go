@@ -68,7 +68,8 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error, rec *
 }
 
 // refusalOf is err as the refusal the box is shown (capability.Of). An
-// error a refusal carries (Err) is logged; the broker's cut of the
+// error a refusal carries (Err) is logged at its level (LogLevel: an
+// upstream's failure at WARN, as the forwarders log it); the broker's cut of the
 // request (capability.Cut), the box's refusal, only at Debug.
 func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capability.Error {
 	ce := capability.Of(err)
@@ -77,7 +78,7 @@ func (s *Server) refusalOf(r *http.Request, err error, route, box string) *capab
 		return ce
 	}
 	if ce.Err != nil {
-		s.log.Error("request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", route, "box", box, "err", ce.Err)
+		s.log.Log(r.Context(), ce.LogLevel(), "request failed", "method", recordedMethod(r.Method), "path", proxy.ScrubKept(r.URL.Path), "route", route, "box", box, "err", ce.Err)
 	}
 	return ce
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 
@@ -71,6 +72,19 @@ func (e *Error) At(status int) *Error {
 func (e *Error) WithErr(err error) *Error {
 	e.Err = err
 	return e
+}
+
+// LogLevel is the level e's Err is logged at, whichever part of the
+// broker meets it: WARN for an upstream's failure (ReasonUpstreamFailed,
+// ReasonUpstream, ReasonTimeout: an upstream down, slow, or answering
+// what the broker cannot pass on), ERROR for any other, the broker's
+// own.
+func (e *Error) LogLevel() slog.Level {
+	switch e.Reason {
+	case ReasonUpstreamFailed, ReasonUpstream, ReasonTimeout:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
 }
 
 // Write answers w with e: its Header, its status and its refusal body.

@@ -347,9 +347,10 @@ func (r *eventReader) next() {
 			r.err = errors.New("bedrock: a chunk of the event stream holds no Anthropic event")
 			return
 		}
-		out := make([]byte, 0, len("event: \ndata: \n\n")+len(ev.Type)+data.Len())
+		js := boxEvent(data.Bytes())
+		out := make([]byte, 0, len("event: \ndata: \n\n")+len(ev.Type)+len(js))
 		out = append(append(append(out, "event: "...), ev.Type...), "\ndata: "...)
-		out = append(append(out, data.Bytes()...), "\n\n"...)
+		out = append(append(out, js...), "\n\n"...)
 		r.pending = out
 	case "exception", "error":
 		code := header(m, ":exception-type")

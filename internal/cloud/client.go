@@ -44,7 +44,9 @@ const maxErrorBody = 64 << 10
 type Client struct {
 	// Transport carries every request: to the cloud's endpoint and, for
 	// Vertex AI, to the service account's token_uri. No redirect is
-	// followed. Nil is http.DefaultTransport.
+	// followed. Nil is http.DefaultTransport. The server's is judged
+	// for each host's address as egress's is (inference.CloudTransport
+	// gives it through proxy.ReachOnly).
 	Transport http.RoundTripper
 	// Now is the clock requests are signed by (nil: time.Now).
 	Now func() time.Time
@@ -216,14 +218,53 @@ func typedErrorAnswer(status int, typ, msg string) *http.Response {
 	if status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired {
 		status = http.StatusForbidden
 	}
-	if typ == protocol.TypeAuthn {
-		typ = protocol.TypeOf(status)
-	}
-	b := protocol.RefusalBody(typ, msg)
+	b := protocol.RefusalBody(boxErrorType(typ, status), msg)
 	resp := answer(status, "application/json", io.NopCloser(bytes.NewReader(b)))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	resp.ContentLength = int64(len(b))
 	return resp
+}
+
+// boxErrorType is typ, the error type of a cloud's Anthropic-shaped
+// error, as the box is given it: never authentication_error, which a box
+// takes as its own token refused, where the cloud refused the broker's
+// credential, but the type the protocol pairs with status, or a 403's
+// (permission_error) for an error inside a stream, which has none.
+func boxErrorType(typ string, status int) string {
+	if typ != protocol.TypeAuthn {
+		return typ
+	}
+	if status == http.StatusOK {
+		status = http.StatusForbidden
+	}
+	return protocol.TypeOf(status)
+}
+
+// boxEvent is data, the JSON of an Anthropic server-sent event in a
+// cloud's 200 stream, as the box is given it: an error event's type
+// through boxErrorType, the rest of it as it came; any other event is
+// data itself.
+func boxEvent(data []byte) []byte {
+	var ev struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &ev) != nil || ev.Type != "error" || ev.Error.Type != protocol.TypeAuthn {
+		return data
+	}
+	var m, e map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil || json.Unmarshal(m["error"], &e) != nil {
+		return data
+	}
+	e["type"], _ = json.Marshal(boxErrorType(ev.Error.Type, http.StatusOK))
+	m["error"], _ = json.Marshal(e)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 // errorEvent is an Anthropic "error" server-sent event.

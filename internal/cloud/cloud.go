@@ -124,11 +124,27 @@ var Profiles = []string{"global", "us", "eu", "apac", "jp", "au", "us-gov"}
 var (
 	roleARNRE      = regexp.MustCompile(`^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$`)
 	externalIDRE   = regexp.MustCompile(`^[A-Za-z0-9+=,.@:/_-]+$`)
-	awsRegionRE    = regexp.MustCompile(`^[a-z]{2}(-gov|-iso|-isob)?-[a-z]+-[0-9]{1,2}$`)
 	accessKeyRE    = regexp.MustCompile(`^[A-Z0-9]{16,128}$`)
 	vertexRegionRE = regexp.MustCompile(`^([a-z]+-[a-z]+[0-9]{1,2}|global|us|eu)$`)
 	projectRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{4,61}[a-z0-9]$`)
 )
+
+// awsRegions are the AWS regions, commercial, China and GovCloud, as of
+// this writing, each between spaces: a region not among them is refused
+// where one is given (a Bedrock account, an aws-sigv4 secret), to catch
+// a misspelling; the list grows with AWS's.
+const awsRegions = " us-east-1 us-east-2 us-west-1 us-west-2 af-south-1 ap-east-1 ap-east-2 ap-south-1 ap-south-2" +
+	" ap-southeast-1 ap-southeast-2 ap-southeast-3 ap-southeast-4 ap-southeast-5 ap-southeast-6 ap-southeast-7" +
+	" ap-northeast-1 ap-northeast-2 ap-northeast-3 ca-central-1 ca-west-1 eu-central-1 eu-central-2" +
+	" eu-west-1 eu-west-2 eu-west-3 eu-south-1 eu-south-2 eu-north-1 il-central-1 me-south-1 me-central-1" +
+	" mx-central-1 sa-east-1 cn-north-1 cn-northwest-1 us-gov-east-1 us-gov-west-1 "
+
+// IsAWSRegion reports whether r is an AWS region the broker knows
+// (us-east-1): the one rule for every AWS region a credential or secret
+// names.
+func IsAWSRegion(r string) bool {
+	return r != "" && !strings.Contains(r, " ") && strings.Contains(awsRegions, " "+r+" ")
+}
 
 // Check reads the JSON an operator gives for a credential of kind
 // (KindBedrock or KindVertex) and returns the form to seal: compact JSON
@@ -195,7 +211,7 @@ func (c *Credential) checkBedrock() error {
 	if c.Region == "" {
 		return errors.New("the bedrock credential needs region, an AWS region such as us-east-1")
 	}
-	if !awsRegionRE.MatchString(c.Region) {
+	if !IsAWSRegion(c.Region) {
 		return fmt.Errorf("region %s is no AWS region the broker knows: one is written as us-east-1, eu-west-3 or us-gov-west-1 (the regions Bedrock runs in are listed at %s)", quotedRegion(c.Region), BedrockRegionsURL)
 	}
 	if c.AccessKeyID == "" || c.SecretAccessKey == "" {

@@ -430,3 +430,71 @@ func TestSTSRefusal(t *testing.T) {
 		}
 	}
 }
+
+// roundTrip is an http.RoundTripper made of a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// An Anthropic error event inside a cloud's 200 stream (Vertex AI's
+// passed as it comes, a chunk of Bedrock's) saying authentication_error
+// reaches the box as a permission_error, as the cloud's error answers
+// do: a box takes authentication_error as its own token refused, where
+// the cloud refused the broker's credential. On the code before, both
+// passed as they came.
+func TestCloudStreams_NeverAnAuthenticationError(t *testing.T) {
+	const authn = `{"type":"error","error":{"type":"authentication_error","message":"invalid credentials"}}`
+	tests := []struct {
+		name string
+		read func(t *testing.T) []byte
+	}{
+		{"bedrock chunk", func(t *testing.T) []byte {
+			var buf bytes.Buffer
+			var hs eventstream.Headers
+			hs.Set(":message-type", eventstream.StringValue("event"))
+			hs.Set(":event-type", eventstream.StringValue("chunk"))
+			payload, _ := json.Marshal(map[string][]byte{"bytes": []byte(authn)})
+			_ = eventstream.NewEncoder().Encode(&buf, eventstream.Message{Headers: hs, Payload: payload})
+			got, err := io.ReadAll(newEventReader(io.NopCloser(&buf), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}},
+		{"vertex stream", func(t *testing.T) []byte {
+			key, _ := json.Marshal(vertexKey(t))
+			sealed, err := Check(KindVertex, []byte(`{"region":"us-east5","service_account":`+string(key)+`}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := Parse(sealed)
+			cl := &Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+				if r.URL.Host == "oauth2.googleapis.com" {
+					return answer(http.StatusOK, "application/json", io.NopCloser(strings.NewReader(`{"access_token":"ya29.x","token_type":"Bearer","expires_in":3600}`))), nil
+				}
+				return answer(http.StatusOK, "text/event-stream", io.NopCloser(strings.NewReader(
+					"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: error\ndata: "+authn+"\n\n"))), nil
+			})}
+			resp, err := cl.Do(t.Context(), c, Call{Method: "POST", Path: PathMessages, Body: []byte(`{"model":"claude-sonnet-4-5","stream":true,"max_tokens":5,"messages":[]}`)}, func(string) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(got), "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n") {
+				t.Errorf("read %q, want the stream's other events as they came", got)
+			}
+			return got
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(tt.read(t))
+			if strings.Contains(got, protocol.TypeAuthn) || !strings.Contains(got, `"permission_error"`) || !strings.Contains(got, "invalid credentials") {
+				t.Errorf("read %q, want the error event as a permission_error, its message kept", got)
+			}
+		})
+	}
+}

@@ -1,11 +1,15 @@
 package cloud
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,7 +102,12 @@ func (cl *Client) vertex(ctx context.Context, c *Credential, call Call, sent *se
 		}
 		return vertexError(resp.StatusCode, b, sent), nil
 	case stream:
-		return passed(http.StatusOK, "text/event-stream; charset=utf-8", resp), nil
+		out := passed(http.StatusOK, "text/event-stream; charset=utf-8", resp)
+		if out.Header.Get("Content-Encoding") == "" {
+			// An encoded answer is refused above, unread.
+			out.Body = newBoxEvents(out.Body)
+		}
+		return out, nil
 	}
 	return passed(http.StatusOK, "application/json", resp), nil
 }
@@ -191,4 +200,61 @@ func googleStatus(s string, status int) int {
 		return http.StatusBadRequest
 	}
 	return awsStatus("", status)
+}
+
+// maxEventLine is the longest line of Vertex AI's stream boxEvents
+// judges; a longer one (no error event is) passes as it comes.
+const maxEventLine = 64 << 10
+
+// boxEvents passes Vertex AI's server-sent event stream on line by line
+// as it comes, each data line's event as boxEvent gives it.
+type boxEvents struct {
+	src     io.ReadCloser
+	br      *bufio.Reader
+	pending []byte // what is left of the last line read
+	cut     bool   // the last line read is longer than maxEventLine: what is read next is its rest
+	err     error  // returned once pending is empty
+}
+
+func newBoxEvents(src io.ReadCloser) *boxEvents {
+	return &boxEvents{src: src, br: bufio.NewReaderSize(src, maxEventLine)}
+}
+
+func (r *boxEvents) Read(p []byte) (int, error) {
+	for len(r.pending) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		line, err := r.br.ReadSlice('\n')
+		full := errors.Is(err, bufio.ErrBufferFull)
+		if !full {
+			r.err = err
+		}
+		if !r.cut && !full {
+			line = boxEventLine(line)
+		}
+		r.pending, r.cut = line, full
+	}
+	n := copy(p, r.pending)
+	r.pending = r.pending[n:]
+	return n, nil
+}
+
+func (r *boxEvents) Close() error { return r.src.Close() }
+
+// boxEventLine is line, a whole line of a server-sent event stream, with
+// the event of a data line as boxEvent gives it.
+func boxEventLine(line []byte) []byte {
+	rest, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return line
+	}
+	data := bytes.TrimRight(rest, "\r\n")
+	end := rest[len(data):]
+	data = bytes.TrimPrefix(data, []byte(" "))
+	js := boxEvent(data)
+	if bytes.Equal(js, data) {
+		return line
+	}
+	return slices.Concat([]byte("data: "), js, end)
 }

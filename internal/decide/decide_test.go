@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -861,12 +862,7 @@ func TestDecide_NestedStateIsNotBlownUpForTheModel(t *testing.T) {
 // refuses connections is logged naming the entry ("default" for the
 // shared credential on the Anthropic URL), never its key.
 func TestDecide_UpstreamDownNamesEntry(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := refusingAddr(t)
 	logs := &brokertest.Buffer{}
 	b := brokertest.New(t, brokertest.Options{Logs: logs, Config: func(c *server.Config) { c.AnthropicURL.Host = addr }})
 	token := b.AddBox("a")
@@ -888,4 +884,57 @@ func TestDecide_UpstreamDownNamesEntry(t *testing.T) {
 	if strings.Contains(logs.String(), apiKey) {
 		t.Errorf("the logs hold the key")
 	}
+}
+
+// TestDecide_UpstreamDownLoggedAsInferenceLogsIt: a model call whose
+// upstream refuses the connection is one event, whichever capability
+// met it: decide's failure is logged at the level inference's is
+// (WARN: an upstream's failure, not the broker's own). On the code
+// before, decide's was an ERROR line.
+func TestDecide_UpstreamDownLoggedAsInferenceLogsIt(t *testing.T) {
+	addr := refusingAddr(t)
+	tests := []struct {
+		name, path, body string
+		word             string
+	}{
+		{"inference", "/llm/anthropic/v1/messages", `{"model":"claude-opus-4-1","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, "agent"},
+		{"decide", protocol.RouteDecide, allTypes, "decide"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &brokertest.Buffer{}
+			b := brokertest.New(t, brokertest.Options{Logs: logs, Config: func(c *server.Config) { c.AnthropicURL.Host = addr }})
+			token := b.AddBox("a")
+			b.SetCredential("anthropic", apiKey)
+			b.Report(token, brokertest.Entry("inference", tt.word))
+			if resp := b.Do("POST", tt.path, token, []byte(tt.body), nil); resp.StatusCode != 502 {
+				t.Fatalf("POST %s = %d %s, want 502", tt.path, resp.StatusCode, resp.Body)
+			}
+			var levels []string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				var rec struct {
+					Level string `json:"level"`
+				}
+				if strings.Contains(l, "connection refused") && json.Unmarshal([]byte(l), &rec) == nil {
+					levels = append(levels, rec.Level)
+				}
+			}
+			if len(levels) == 0 || slices.ContainsFunc(levels, func(l string) bool { return l != "WARN" }) {
+				t.Errorf("the upstream's failure is logged at %v, want WARN", levels)
+			}
+		})
+	}
+}
+
+// refusingAddr is an address on loopback where nothing listens: a
+// connection there is refused.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	return addr
 }

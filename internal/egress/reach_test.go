@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,23 +20,6 @@ import (
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
-
-// listening is a server on loopback that counts the connections made to
-// it, and its port.
-func listening(t *testing.T) (*atomic.Int32, string) {
-	t.Helper()
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "inside") }))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	return &conns, port
-}
 
 // TestTransport_NameIsNeverDialledAtThisMachineOrTheMetadataService: a
 // secret's host is a name whose DNS answers, when the broker connects,
@@ -51,7 +32,7 @@ func listening(t *testing.T) (*atomic.Int32, string) {
 // and connects to none of them; localhost and an address the secret
 // names itself are still reached.
 func TestTransport_NameIsNeverDialledAtThisMachineOrTheMetadataService(t *testing.T) {
-	conns, port := listening(t)
+	conns, port := upstreamtest.Listening(t, false)
 	refused := []string{"127.0.0.1", "127.0.0.2", "0.0.0.0", "::1", "::ffff:127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1",
 		"169.254.169.254", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe", "fe80::1", "fd00:ec2::254", "100.100.100.200"}
 	for _, at := range refused {
@@ -92,7 +73,7 @@ func TestTransport_NameIsNeverDialledAtThisMachineOrTheMetadataService(t *testin
 // naming the capability's word for it, host, which tells the box
 // nothing of the address, and nothing reaches the machine.
 func TestEgress_SecretsHostAnsweringWithThisMachineIsRefused(t *testing.T) {
-	conns, port := listening(t)
+	conns, port := upstreamtest.Listening(t, false)
 	kr, err := secretsKeyring()
 	if err != nil {
 		t.Fatal(err)

@@ -33,10 +33,14 @@ func target(out *http.Request, paid capability.Paid, upstream *url.URL, path, qu
 // it is. It reads the call's credential from the request's context,
 // which the failover points at the entry being tried. The server puts it
 // beneath the spend meter's transport (Config.CloudBeneath), so that the
-// meter reads the translated answer's usage. log is where the cloud
-// client tells what it does of note (nil: slog.Default()).
+// meter reads the translated answer's usage. The cloud's requests (to
+// the account's endpoint, its sts_endpoint, its service account's
+// token_uri) go to base through proxy.ReachOnly: a proxy.NewTransport
+// connects for them only where egress would reach a secret's host of
+// that name. log is where the cloud client tells what it does of note
+// (nil: slog.Default()).
 func CloudTransport(base http.RoundTripper, log *slog.Logger) http.RoundTripper {
-	return &cloudTransport{base: base, client: &cloud.Client{Transport: base, Log: log}}
+	return &cloudTransport{base: base, client: &cloud.Client{Transport: proxy.ReachOnly(base), Log: log}}
 }
 
 // cloudTransport is CloudTransport's.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/store"
 )
 
@@ -149,6 +150,22 @@ func TestState(t *testing.T) {
 	for _, tt := range tests {
 		if got := State(tt.sec, tt.states, now); !strings.HasPrefix(got, tt.want) || (tt.want == "" && got != "") {
 			t.Errorf("%s: State = %q, want it to begin %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// An AWS region is one thing to the broker: an aws-sigv4 secret's
+// region and a Bedrock account's are taken and refused alike. On the
+// code before, each had its own rule (a list here, a pattern in cloud),
+// and a Bedrock account took a misspelt region the secret refused.
+func TestAWSRegion_SigV4AndBedrockAgree(t *testing.T) {
+	for _, region := range []string{"us-east-1", "eu-central-2", "us-gov-west-1", "cn-north-1", "us-esat-1", "eu-west-9", "useast1", "global"} {
+		sig, _ := json.Marshal(map[string]any{"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "k", "region": region, "service": "bedrock"})
+		_, serr := Parse(KindSigV4, sig)
+		bed, _ := json.Marshal(map[string]any{"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "k", "region": region})
+		_, berr := cloud.Check(cloud.KindBedrock, bed)
+		if (serr == nil) != (berr == nil) {
+			t.Errorf("region %q: Parse(aws-sigv4) = %v, cloud.Check(bedrock) = %v, want both to take it or both to refuse it", region, serr, berr)
 		}
 	}
 }

@@ -3,16 +3,16 @@ package mint
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -107,16 +107,25 @@ type Config struct {
 	Store store.Mints
 	// Keyring seals the refresh tokens kept. Required.
 	Keyring *secrets.Keyring
-	// Transport carries minting requests; nil means a clone of
-	// http.DefaultTransport without a proxy from the environment. Every
+	// Transport carries minting requests; nil means a
+	// proxy.NewTransport, as every other upstream's (bounded waits and
+	// answer header, TLS verified, no proxy from the environment). Every
 	// request passes a guard that sends it only to the spec's MintURL's
-	// scheme and host, and redirects are not followed.
+	// scheme and host, and redirects are not followed; it reaches the
+	// Transport through proxy.ReachOnly, so that a NewTransport connects
+	// only at an address egress would reach a secret's host of the token
+	// endpoint's name at (proxy.Reachable), after the name is looked up:
+	// a token endpoint whose DNS answers this machine or a cloud metadata
+	// service is not sent the secret's credentials.
 	Transport http.RoundTripper
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// resolver looks up token endpoints' names for the default
 	// Transport; nil means net.DefaultResolver. Tests set it.
 	resolver *net.Resolver
+	// roots are the certificate authorities the default Transport
+	// trusts; nil means the system's. Tests set it.
+	roots *x509.CertPool
 	// OnMint, when set, is told of every mint.
 	OnMint func(Event)
 	// RemintEvery is how often, at most, a host's 401 (Forget) drops a
@@ -173,18 +182,17 @@ func NewMinter(cfg Config) (*Minter, error) {
 	defaults.Positive(&cfg.RemintEvery, DefaultRemintEvery)
 	next := cfg.Transport
 	if next == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		t.ResponseHeaderTimeout = mintTimeout
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: cfg.resolver, ControlContext: reach}
-		t.DialContext = d.DialContext
+		t := proxy.NewTransport(proxy.TransportOptions{ResponseHeaderTimeout: mintTimeout, Resolver: cfg.resolver})
+		if cfg.roots != nil {
+			t.TLSClientConfig = &tls.Config{RootCAs: cfg.roots}
+		}
 		next = t
 	}
 	return &Minter{
 		cfg:  cfg,
 		held: hold.Cache[string, cached]{Floor: cfg.RemintEvery},
 		client: &http.Client{
-			Transport:     pinned{next: quiet.Errors(next)},
+			Transport:     pinned{next: quiet.Errors(proxy.ReachOnly(next))},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			Timeout:       mintTimeout,
 		},
@@ -194,29 +202,6 @@ func NewMinter(cfg Config) (*Minter, error) {
 }
 
 type pinKey struct{}
-
-// errAddress is a token endpoint named by a name that, as the broker
-// connects, answers an address egress reaches no secret's host at.
-var errAddress = errors.New("mint: the token endpoint's name answers an address the broker does not reach by a name")
-
-// reach is the default Transport's dialer's check of address, an IP
-// address and port a connection for a minting request is about to be
-// made to: the token endpoint's name is judged as egress judges a
-// secret's host (proxy.ReachableAt), as the address reached, after the
-// name is looked up, so that a token endpoint whose DNS answers this
-// machine or a cloud metadata service is not sent the secret's
-// credentials.
-func reach(ctx context.Context, _, address string, _ syscall.RawConn) error {
-	want, _ := ctx.Value(pinKey{}).(string)
-	u, err := url.Parse(want)
-	if want == "" || err != nil {
-		return errNotPinned
-	}
-	if _, ok := proxy.ReachableAt(u.Hostname(), address); !ok {
-		return errAddress
-	}
-	return nil
-}
 
 // errNotPinned is a minting request for anywhere but the spec's MintURL.
 var errNotPinned = errors.New("mint: request is not for the pinned token endpoint")

@@ -3,15 +3,16 @@
 package mint
 
 import (
+	"crypto/x509"
+	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 
+	"github.com/intentius/boxbroker/internal/proxy"
 	"github.com/intentius/boxbroker/internal/secrets"
 	"github.com/intentius/boxbroker/internal/upstreamtest"
 )
@@ -23,16 +24,7 @@ import (
 // address as egress's does (proxy.Reachable), and connects to none of
 // them. On the code before, the connection was made.
 func TestMint_TokenEndpointNameIsNeverDialledAtThisMachine(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	conns, port := upstreamtest.Listening(t, true)
 	kr, err := secrets.New(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -57,4 +49,43 @@ func TestMint_TokenEndpointNameIsNeverDialledAtThisMachine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A token endpoint answering a header without end (here 256 KiB of it)
+// with its token: the mint, made through the default transport, would
+// hold all of it. The default transport is proxy.NewTransport's, whose
+// bound on an answer's header (proxy.MaxResponseHeaderBytes) every other
+// upstream's answer is held to: the mint fails, with no token. On the
+// code before (a transport built by hand, bounded at net/http's 10 MiB),
+// the token was taken.
+func TestMint_TokenEndpointAnswerHeaderIsBounded(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Padding", strings.Repeat("a", 4*proxy.MaxResponseHeaderBytes))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"minted-token-value","token_type":"bearer","expires_in":3600}`)
+	}))
+	defer srv.Close()
+	kr, err := secrets.New(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMinter(Config{Keyring: kr, Logger: slog.New(slog.DiscardHandler), roots: roots(srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Parse(KindOAuth2, []byte(`{"token_url":"`+srv.URL+`/token","client_id":"c","client_secret":"client-secret-value","refresh_token":"refresh-token-value"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := m.Token(t.Context(), Ref{Box: "b", Name: "API", Of: "x"}, spec.(Minted))
+	if err == nil || tok.Value != "" {
+		t.Errorf("Token(header of %d bytes) = %q, %v; want no token, an error", 4*proxy.MaxResponseHeaderBytes, tok.Value, err)
+	}
+}
+
+// roots is a pool holding srv's certificate.
+func roots(srv *httptest.Server) *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(srv.Certificate())
+	return p
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/intentius/boxbroker/internal/cloud"
 )
 
 // UnsignedPayload is the payload hash of a body sent unsigned.
@@ -58,15 +60,6 @@ func (s *SigV4) Drop() []string {
 	return []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256"}
 }
 
-// awsRegions are the AWS regions, commercial, China and GovCloud, as of
-// this writing: a region not among them is refused at `secret set`, to
-// catch a misspelling; the list grows with AWS's.
-const awsRegions = " us-east-1 us-east-2 us-west-1 us-west-2 af-south-1 ap-east-1 ap-east-2 ap-south-1 ap-south-2" +
-	" ap-southeast-1 ap-southeast-2 ap-southeast-3 ap-southeast-4 ap-southeast-5 ap-southeast-6 ap-southeast-7" +
-	" ap-northeast-1 ap-northeast-2 ap-northeast-3 ca-central-1 ca-west-1 eu-central-1 eu-central-2" +
-	" eu-west-1 eu-west-2 eu-west-3 eu-south-1 eu-south-2 eu-north-1 il-central-1 me-south-1 me-central-1" +
-	" mx-central-1 sa-east-1 cn-north-1 cn-northwest-1 us-gov-east-1 us-gov-west-1 "
-
 var (
 	accessKeyRE = regexp.MustCompile(`^[A-Z0-9]{16,128}$`)
 	serviceRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -83,7 +76,7 @@ func (s *SigV4) validate() error {
 	f.want(accessKeyRE.MatchString(s.AccessKeyID), "access_key_id", "is not an AWS access key id (upper-case letters and digits, as AKIA…)")
 	f.check(headerSafe(k, "secret_access_key", s.SecretAccessKey))
 	f.check(headerSafe(k, "session_token", s.SessionToken))
-	f.want(strings.Contains(awsRegions, " "+s.Region+" "), "region", "is not an AWS region the broker knows (as us-east-1)")
+	f.want(cloud.IsAWSRegion(s.Region), "region", "is not an AWS region the broker knows (as us-east-1)")
 	f.want(serviceRE.MatchString(s.Service), "service", "is not an AWS service's signing name (as s3, sqs, execute-api)")
 	return f.err
 }

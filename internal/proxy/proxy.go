@@ -13,6 +13,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -65,7 +66,8 @@ const MaxResponseHeaderBytes = 64 << 10
 // environment (outbound requests go only where the configuration says).
 // Each kind of upstream (the Anthropic API, Fountain, the egress hosts)
 // gets a transport of its own, so that one's pool never crowds out
-// another's.
+// another's. A request passed on by ReachOnly is dialled only where its
+// host may be reached (Reachable), before o.Control is asked.
 //
 // It never retries a request whose body it has begun to send, nor one
 // with a body it cannot replay (net/http's rule, RFC 9112 §9.3.1): a
@@ -82,7 +84,7 @@ func NewTransport(o TransportOptions) *http.Transport {
 	defaults.Positive(&o.MaxResponseHeaderBytes, MaxResponseHeaderBytes)
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
-	t.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second, Resolver: o.Resolver, ControlContext: o.Control}).DialContext
+	t.DialContext = (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second, Resolver: o.Resolver, ControlContext: judged(o.Control)}).DialContext
 	t.ResponseHeaderTimeout = o.ResponseHeaderTimeout
 	t.MaxIdleConns = 4 * o.MaxIdleConnsPerHost
 	t.MaxIdleConnsPerHost = o.MaxIdleConnsPerHost
@@ -93,6 +95,53 @@ func NewTransport(o TransportOptions) *http.Transport {
 	t.MaxResponseHeaderBytes = o.MaxResponseHeaderBytes
 	t.ForceAttemptHTTP2 = true // with a DialContext of our own, HTTP/2 needs asking for
 	return t
+}
+
+// reachKey is the context key of the host ReachOnly names.
+type reachKey struct{}
+
+// ErrUnreachable is a NewTransport's dial refused for a request
+// ReachOnly passed on: its host's name answered, as the broker
+// connected, an address it is not reached at by a name (Reachable).
+var ErrUnreachable = errors.New("the host's name answers an address the broker does not reach by a name: this machine's own (loopback or 0.0.0.0), link-local or a cloud's metadata service")
+
+// ReachOnly returns rt, each request it is given passed on with its
+// URL's host noted in its context: a NewTransport beneath dials, for it,
+// only an address Reachable allows that host (none of this machine's,
+// link-local or a cloud's metadata service, for a name, whatever its DNS
+// answers as the broker connects), and fails with ErrUnreachable at any
+// other. It is for upstreams named by what a credential holds (a cloud
+// account's endpoints), as egress judges a secret's host.
+func ReachOnly(rt http.RoundTripper) http.RoundTripper { return reachOnly{rt} }
+
+type reachOnly struct{ next http.RoundTripper }
+
+func (r reachOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	return r.next.RoundTrip(req.WithContext(context.WithValue(req.Context(), reachKey{}, req.URL.Hostname())))
+}
+
+// CloseIdleConnections passes on to the wrapped transport.
+func (r reachOnly) CloseIdleConnections() {
+	if ci, ok := r.next.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// judged is a NewTransport's dialer's check of address: for a request
+// ReachOnly passed on, that its host may be reached there; then control,
+// when set.
+func judged(control func(ctx context.Context, network, address string, c syscall.RawConn) error) func(ctx context.Context, network, address string, c syscall.RawConn) error {
+	return func(ctx context.Context, network, address string, c syscall.RawConn) error {
+		if host, ok := ctx.Value(reachKey{}).(string); ok {
+			if a, ok := ReachableAt(host, address); !ok {
+				return fmt.Errorf("%w (%s at %s)", ErrUnreachable, host, a)
+			}
+		}
+		if control != nil {
+			return control(ctx, network, address, c)
+		}
+		return nil
+	}
 }
 
 // Outbound is the transport a capability forwards through: rt, or a
@@ -250,7 +299,7 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 		if e := EntryFrom(r.Context()); e != "" {
 			args = append(args, "entry", e)
 		}
-		log.Warn("proxy: upstream failed", append(args, "status", ce.Status, "err", err)...)
+		log.Log(r.Context(), ce.LogLevel(), "proxy: upstream failed", append(args, "status", ce.Status, "err", err)...)
 		TraceFrom(r.Context()).Refuse(ce.Reason)
 		ce.Write(w)
 	}

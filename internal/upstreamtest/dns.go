@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"sync/atomic"
+	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -57,4 +62,29 @@ func serveDNS(c net.Conn, addrs []netip.Addr) {
 			return
 		}
 	}
+}
+
+// Listening starts a server on loopback, over TLS when tls is true (its
+// handshakes' failures not logged), that counts the connections made to
+// it and answers "inside"; it is closed when t ends. It returns the count
+// and the server's port: a name FakeDNS answers with loopback, at that
+// port, reaches it, and the count says whether anything connected.
+func Listening(t testing.TB, tls bool) (*atomic.Int32, string) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "inside") }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return &conns, port
 }
