@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/intentius/boxbroker/internal/brokertest"
+)
+
+// TestCLI_PayerSharedSaysWhetherACredentialWasRemoved: box payer NAME
+// shared says it removed the owner's credential only when there was one,
+// run on the data directory and through --admin-url alike.
+func TestCLI_PayerSharedSaysWhetherACredentialWasRemoved(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	envs := map[string]map[string]string{
+		"local":  {"BOXBROKER_DATA": b.Server.Config.DataDir},
+		"remote": {"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()},
+	}
+	const ownerKey = "sk-ant-api03-OWNER-REMOVED"
+	steps := []struct {
+		stdin string
+		args  []string
+		errs  string
+	}{
+		{"", []string{"box", "payer", "alpha", "shared"}, "alpha had no owner's credential to remove"},
+		{ownerKey + "\n", []string{"box", "payer", "alpha", "owner"}, "set alpha's owner's credential"},
+		{"", []string{"box", "payer", "alpha", "shared"}, "removed alpha's owner's credential"},
+		{"", []string{"box", "payer", "alpha", "shared"}, "alpha had no owner's credential to remove"},
+	}
+	for _, where := range []string{"local", "remote"} {
+		for _, tt := range steps {
+			code, out, errs := runEnv(t, envs[where], tt.stdin, tt.args...)
+			if code != 0 || !strings.Contains(errs, tt.errs) || strings.Contains(out+errs, ownerKey) {
+				t.Errorf("%s: boxbroker %s = %d %q %q, want 0 saying %q", where, strings.Join(tt.args, " "), code, out, errs, tt.errs)
+			}
+		}
+	}
+}
