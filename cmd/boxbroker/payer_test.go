@@ -37,3 +37,33 @@ func TestCLI_PayerSharedSaysWhetherACredentialWasRemoved(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_ValueWithASpaceAtAnEndIsRefused: a credential, owner's key,
+// visitor's key or secret piped in with a space before or after it is
+// refused saying so, on the data directory and through --admin-url
+// alike, and never printed.
+func TestCLI_ValueWithASpaceAtAnEndIsRefused(t *testing.T) {
+	b := brokertest.New(t, brokertest.Options{})
+	b.AddBox("alpha")
+	envs := map[string]map[string]string{
+		"local":  {"BOXBROKER_DATA": b.Server.Config.DataDir},
+		"remote": {"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()},
+	}
+	const key = "sk-ant-api03-CLIEDGESPACE-0123456789"
+	tests := [][]string{
+		{"credential", "set", "anthropic"},
+		{"box", "payer", "alpha", "owner"},
+		{"visitor", "set", "github:ann"},
+		{"secret", "set", "alpha", "STRIPE", "--host", "https://api.stripe.com"},
+	}
+	for _, where := range []string{"local", "remote"} {
+		for _, stdin := range []string{" " + key + "\n", key + " \n"} {
+			for _, args := range tests {
+				code, out, errs := runEnv(t, envs[where], stdin, args...)
+				if code != 1 || !strings.Contains(errs, "begins or ends with a space") || strings.Contains(out+errs, key) {
+					t.Errorf("%s: boxbroker %s < %q = %d %q %q, want 1 saying the value begins or ends with a space", where, strings.Join(args, " "), stdin, code, out, errs)
+				}
+			}
+		}
+	}
+}
