@@ -13,10 +13,6 @@ import (
 func TestCLI_PayerSharedSaysWhetherACredentialWasRemoved(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
-	envs := map[string]map[string]string{
-		"local":  {"BOXBROKER_DATA": b.Server.Config.DataDir},
-		"remote": {"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()},
-	}
 	const ownerKey = "sk-ant-api03-OWNER-REMOVED"
 	steps := []struct {
 		stdin string
@@ -28,11 +24,11 @@ func TestCLI_PayerSharedSaysWhetherACredentialWasRemoved(t *testing.T) {
 		{"", []string{"box", "payer", "alpha", "shared"}, "removed alpha's owner's credential"},
 		{"", []string{"box", "payer", "alpha", "shared"}, "alpha had no owner's credential to remove"},
 	}
-	for _, where := range []string{"local", "remote"} {
+	for _, where := range storeAndAdminAPI(t, b) {
 		for _, tt := range steps {
-			code, out, errs := runEnv(t, envs[where], tt.stdin, tt.args...)
+			code, out, errs := runEnv(t, where.env, tt.stdin, tt.args...)
 			if code != 0 || !strings.Contains(errs, tt.errs) || strings.Contains(out+errs, ownerKey) {
-				t.Errorf("%s: boxbroker %s = %d %q %q, want 0 saying %q", where, strings.Join(tt.args, " "), code, out, errs, tt.errs)
+				t.Errorf("%s: boxbroker %s = %d %q %q, want 0 saying %q", where.name, strings.Join(tt.args, " "), code, out, errs, tt.errs)
 			}
 		}
 	}
@@ -45,10 +41,6 @@ func TestCLI_PayerSharedSaysWhetherACredentialWasRemoved(t *testing.T) {
 func TestCLI_ValueWithASpaceAtAnEndIsRefused(t *testing.T) {
 	b := brokertest.New(t, brokertest.Options{})
 	b.AddBox("alpha")
-	envs := map[string]map[string]string{
-		"local":  {"BOXBROKER_DATA": b.Server.Config.DataDir},
-		"remote": {"BOXBROKER_ADMIN_URL": b.AdminURL, "BOXBROKER_ADMIN_TOKEN": b.AdminToken, "BOXBROKER_DATA": t.TempDir()},
-	}
 	const key = "sk-ant-api03-CLIEDGESPACE-0123456789"
 	tests := [][]string{
 		{"credential", "set", "anthropic"},
@@ -56,12 +48,12 @@ func TestCLI_ValueWithASpaceAtAnEndIsRefused(t *testing.T) {
 		{"visitor", "set", "github:ann"},
 		{"secret", "set", "alpha", "STRIPE", "--host", "https://api.stripe.com"},
 	}
-	for _, where := range []string{"local", "remote"} {
+	for _, where := range storeAndAdminAPI(t, b) {
 		for _, stdin := range []string{" " + key + "\n", key + " \n"} {
 			for _, args := range tests {
-				code, out, errs := runEnv(t, envs[where], stdin, args...)
+				code, out, errs := runEnv(t, where.env, stdin, args...)
 				if code != 1 || !strings.Contains(errs, "begins or ends with a space") || strings.Contains(out+errs, key) {
-					t.Errorf("%s: boxbroker %s < %q = %d %q %q, want 1 saying the value begins or ends with a space", where, strings.Join(args, " "), stdin, code, out, errs)
+					t.Errorf("%s: boxbroker %s < %q = %d %q %q, want 1 saying the value begins or ends with a space", where.name, strings.Join(args, " "), stdin, code, out, errs)
 				}
 			}
 		}

@@ -186,13 +186,7 @@ func TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther(t *testing.T) {
 	if r := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("the visitor's turn past their budget = %d %s, want 403", r.StatusCode, r.Body)
 	}
-	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("pending = %+v, %v; want the visitor's overrun", ps, err)
-	}
-	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
-		t.Fatal(err)
-	}
+	approveTheOne(t, b, "the visitor's overrun")
 	// The box's own budget is spent now (lowered here, as its own calls
 	// would spend it).
 	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
@@ -334,13 +328,7 @@ func TestBudget_ApprovedCallPastTheBudgetIsLookedAtForAlerts(t *testing.T) {
 	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("a call past the budget = %d %s, want 403", r.StatusCode, r.Body)
 	}
-	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("pending = %+v, %v; want one", ps, err)
-	}
-	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
-		t.Fatal(err)
-	}
+	approveTheOne(t, b, "the call's")
 	if r := post(b, token, body); r.StatusCode != http.StatusOK {
 		t.Fatalf("the same call after approval = %d %s, want 200", r.StatusCode, r.Body)
 	}
@@ -358,5 +346,19 @@ func TestBudget_ApprovedCallPastTheBudgetIsLookedAtForAlerts(t *testing.T) {
 			t.Fatal("the approved call past the budget never brought the box's alerts to be looked at")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// approveTheOne approves, for an hour, the one proposal of box salad
+// pending, what names it; it fails the test when there is not one.
+func approveTheOne(t *testing.T, b *brokertest.Broker, what string) {
+	t.Helper()
+	ctx := context.Background()
+	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pending = %+v, %v; want one: %s", ps, err, what)
+	}
+	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
+		t.Fatal(err)
 	}
 }
