@@ -168,7 +168,7 @@ func (c *cli) warnUnpaid(ctx context.Context, be *backend, box, principal string
 		return err
 	}
 	for _, g := range gs {
-		if g.Principal == principal && g.State == "current" {
+		if g.Principal == principal && g.State == operator.GrantCurrent {
 			return nil
 		}
 	}

@@ -64,10 +64,7 @@ func runGrantOn(ctx context.Context, c *cli, be *backend, sub string, pos []stri
 		}
 		return rows(c.stdout, "GRANT\tPRINCIPAL\tISSUED\tEXPIRES\tSTATE", gs, func(g operator.GrantView) []any {
 			state := g.State
-			switch {
-			case g.State == "current":
-				state = "active"
-			case g.RevokedAt != nil:
+			if g.RevokedAt != nil {
 				state += " " + *g.RevokedAt
 			}
 			return []any{g.ID, safe(g.Principal), g.IssuedAt, orNever(g.ExpiresAt), state}

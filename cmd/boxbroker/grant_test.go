@@ -71,8 +71,8 @@ func TestCLI_PayerVisitorsAndGrants(t *testing.T) {
 		t.Fatalf("grant issue stderr = %q, want the ID and not the value", errs)
 	}
 	list, _, _ := run(t, dir, "", "grant", "list", "salad")
-	if !strings.Contains(list, id) || !strings.Contains(list, "active") || strings.Contains(list, value) {
-		t.Errorf("grant list = %q, want %s active and no value", list, id)
+	if !strings.Contains(list, id) || !strings.Contains(list, "current") || strings.Contains(list, "active") || strings.Contains(list, value) {
+		t.Errorf("grant list = %q, want %s current (as the page and API say) and no value", list, id)
 	}
 	if out, errs, code := run(t, dir, "", "grant", "revoke", id); code != 0 {
 		t.Errorf("grant revoke = %d %q %q", code, out, errs)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,7 @@ func TestCLI_QuickStart(t *testing.T) {
 type served struct {
 	base   string             // the box-facing URL it printed
 	admin  string             // the admin listener's URL it printed; "" for none
+	proxy  string             // the egress proxy's URL it printed, with --proxy-listen
 	out    string             // what it printed on stdout before serving
 	stderr *brokertest.Buffer // its stderr, shown when the test fails
 	done   chan int           // its exit status
@@ -185,6 +187,7 @@ func startServeAgain(t *testing.T, ctx, again context.Context, dir string, env m
 	})
 	sc := bufio.NewScanner(pr)
 	var out strings.Builder
+	data := false
 	for sc.Scan() {
 		line := sc.Text()
 		out.WriteString(line + "\n")
@@ -194,7 +197,13 @@ func startServeAgain(t *testing.T, ctx, again context.Context, dir string, env m
 		if _, rest, ok := strings.Cut(line, "owner's page on "); ok {
 			s.admin = strings.TrimSpace(rest)
 		}
-		if strings.HasPrefix(line, "data: ") { // the last line before it serves
+		if _, rest, ok := strings.Cut(line, "egress proxy on "); ok {
+			s.proxy, _, _ = strings.Cut(rest, " ")
+		}
+		if strings.HasPrefix(line, "data: ") { // the last line before it serves, but the proxy's
+			data = true
+		}
+		if data && (s.proxy != "" || !slices.Contains(args, "--proxy-listen")) {
 			break
 		}
 	}

@@ -69,10 +69,13 @@ func runBoxPayer(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
-		if what != "" {
+		switch {
+		case what != "":
 			fmt.Fprintf(c.stderr, "set %s's owner's credential (%s), sealed at rest\n", name, what)
-		} else {
-			fmt.Fprintf(c.stderr, "removed %s's owner's credential, if it had one\n", name)
+		case v.CredentialRemoved:
+			fmt.Fprintf(c.stderr, "removed %s's owner's credential\n", name)
+		default:
+			fmt.Fprintf(c.stderr, "%s had no owner's credential to remove\n", name)
 		}
 		pay := protocol.Payer{Kind: v.Payer.Kind, Principal: v.Payer.Principal}
 		fmt.Fprintf(c.stdout, "box %s is paid by: %s\n", name, protocol.FormatPayerHeader(pay))

@@ -92,7 +92,11 @@ func decide(verb string) func(ctx context.Context, c *cli, args []string) error 
 				return c.did(err, "denied %s for box %s: %s", p.ID, p.Box, safe(p.Attempted()))
 			}
 			p, err := be.ApproveProposal(ctx, pos[0], *forWords)
-			return c.did(err, "approved %s for box %s (%s): %s; the box's same request succeeds", p.ID, p.Box, proposalUntil(p), safe(p.Attempted()))
+			until := proposalUntil(p)
+			if p.Until != nil {
+				until = "until " + until
+			}
+			return c.did(err, "approved %s for box %s (%s): %s; the box's same request succeeds", p.ID, p.Box, until, safe(p.Attempted()))
 		})
 	}
 }

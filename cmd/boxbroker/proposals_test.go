@@ -45,8 +45,8 @@ func TestCLI_AskProposalsApprove(t *testing.T) {
 				t.Errorf("proposals = %d %q %q, want %s pending", code, out, errs, id)
 			}
 			code, out, errs = runEnv(t, tt.env, "", "approve", id, "--for", "1h")
-			if code != 0 || !strings.Contains(out, "approved "+id) {
-				t.Fatalf("approve = %d %q %q", code, out, errs)
+			if code != 0 || !strings.Contains(out, "approved "+id) || !strings.Contains(out, "(until ") {
+				t.Fatalf("approve = %d %q %q, want it approved, saying until when", code, out, errs)
 			}
 			if r := b.Do("POST", path, tok, nil, nil); r.StatusCode != http.StatusOK {
 				t.Errorf("the retry after approve = %d %s, want 200", r.StatusCode, r.Body)

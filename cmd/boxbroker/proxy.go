@@ -85,7 +85,7 @@ func startProxy(ctx context.Context, c *cli, srv *server.Server, ln net.Listener
 	p, err := egressproxy.New(egressproxy.Config{
 		Broker: srv.Broker, BrokerWord: srv.Config.Broker, Cache: srv.Cache, Secrets: srv.RequestStore(), CA: ca,
 		Passthrough: pass, ReadHeaderTimeout: srv.Config.ReadHeaderTimeout, MaxHeaderBytes: srv.Config.MaxHeaderBytes,
-		MaxTunnels: max(srv.Config.BoxConcurrent, 0), Approvals: srv.Approvals,
+		MaxTunnels: max(srv.Config.BoxConcurrent, 0), Approvals: srv.Approvals, Logger: srv.Logger(),
 	})
 	if err != nil {
 		ln.Close()

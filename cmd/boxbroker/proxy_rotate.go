@@ -49,8 +49,12 @@ func runProxyRotate(ctx context.Context, c *cli, args []string) error {
 		if _, err := io.WriteString(c.stdout, r.Certificate); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stderr, "The egress proxy signs with this CA from %s (a running serve reads it within a minute); until then `boxbroker proxy ca` prints the current certificate and this one, for boxes to trust both.\n",
-			from.UTC().Format(time.RFC3339))
+		then := "until then `boxbroker proxy ca` prints the current certificate and this one, for boxes to trust both"
+		if *grace == 0 {
+			then = "the CA before it signs no more, and `boxbroker proxy ca` prints this one alone: a box that trusts only the old one is refused TLS"
+		}
+		fmt.Fprintf(c.stderr, "The egress proxy signs with this CA from %s (a running serve reads it within a minute); %s.\n",
+			from.UTC().Format(time.RFC3339), then)
 		return nil
 	})
 }

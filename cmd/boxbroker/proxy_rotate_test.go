@@ -62,6 +62,9 @@ func TestCLI_ProxyCARotate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("proxy ca rotate --grace 0 = %d %q", code, errs)
 	}
+	if !strings.Contains(errs, "prints this one alone") || strings.Contains(errs, "until then") {
+		t.Errorf("proxy ca rotate --grace 0 said %q, want it to say the new CA signs alone, no grace", errs)
+	}
 	if after, _, _ := run(t, dir, "", "proxy", "ca"); after != newest || newest == out || newest == first {
 		t.Errorf("proxy ca after a rotation with no grace printed %q, want the newest CA alone (%q)", after, newest)
 	}

@@ -88,8 +88,8 @@ func TestCLI_PayThroughTheAdminAPI(t *testing.T) {
 		t.Errorf("grant issue to a principal with no credential = %q, want a warning", errs)
 	}
 	out, _ = cli("", "grant", "list", "alpha")
-	if !strings.Contains(out, g.ID) || !strings.Contains(out, "active") || strings.Contains(out, value) {
-		t.Errorf("grant list = %q, want %s active and no value", out, g.ID)
+	if !strings.Contains(out, g.ID) || !strings.Contains(out, "current") || strings.Contains(out, "active") || strings.Contains(out, value) {
+		t.Errorf("grant list = %q, want %s current (as the page and API say) and no value", out, g.ID)
 	}
 	cli("", "grant", "revoke", g.ID)
 	paid(value, "owner github:own")

@@ -87,14 +87,21 @@ func TestAdmin_Payer(t *testing.T) {
 		t.Errorf("GET box payer = %+v, want owner", v.Payer)
 	}
 
-	decode(t, "PUT payer shared", b.Admin("PUT", "/api/boxes/alpha/payer", tok, operator.PayerSetting{Kind: "shared"}), 200, &v)
-	if v.Payer.Kind != "shared" || v.Payer.Principal != nil {
-		t.Errorf("PUT payer shared = %+v, want shared with no principal", v.Payer)
+	var pv operator.PayerView
+	decode(t, "PUT payer shared", b.Admin("PUT", "/api/boxes/alpha/payer", tok, operator.PayerSetting{Kind: "shared"}), 200, &pv)
+	if pv.Payer.Kind != "shared" || pv.Payer.Principal != nil || !pv.CredentialRemoved {
+		t.Errorf("PUT payer shared = %+v removed %v, want shared with no principal, credential removed", pv.Payer, pv.CredentialRemoved)
 	}
 	if _, err := b.Server.Store.Credential(ctx, payer.OwnerAnthropic("alpha")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("owner's credential after PUT payer shared: %v, want removed", err)
 	}
 	b.PaidBy(t, box, "", "shared", sharedKey)
+	// Shared again: there is no credential left, and the answer says so.
+	resp = b.Admin("PUT", "/api/boxes/alpha/payer", tok, operator.PayerSetting{Kind: "shared"})
+	decode(t, "PUT payer shared again", resp, 200, &pv)
+	if pv.CredentialRemoved || !bytes.Contains(resp.Body, []byte(`"credentialRemoved": false`)) {
+		t.Errorf("PUT payer shared again = %s, want credentialRemoved false", resp.Body)
+	}
 }
 
 // TestAdmin_RemoveBoxRemovesOwnersCredential: the owner's credential is

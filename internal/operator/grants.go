@@ -52,17 +52,25 @@ type IssuedGrant struct {
 	VisitorCredential bool      `json:"visitorCredential"`
 }
 
+// A grant's state, as GrantView.State, the CLI's grant list and the
+// owner's page all say it: one word each.
+const (
+	GrantCurrent = "current"
+	GrantExpired = "expired"
+	GrantRevoked = "revoked"
+)
+
 // GrantState says whether a grant revoked at revoked (zero: not
 // revoked) that expires at expires (zero: never) stands at now:
-// "revoked", "expired" or "current".
+// GrantRevoked, GrantExpired or GrantCurrent.
 func GrantState(revoked, expires, now time.Time) string {
 	switch {
 	case !revoked.IsZero():
-		return "revoked"
+		return GrantRevoked
 	case !expires.IsZero() && !now.Before(expires):
-		return "expired"
+		return GrantExpired
 	}
-	return "current"
+	return GrantCurrent
 }
 
 // grantView is how the admin API shows g at now.

@@ -108,7 +108,7 @@ type Actions interface {
 	SetVisitor(ctx context.Context, principal, kind string, value []byte) (VisitorView, error)
 	RemoveVisitor(ctx context.Context, principal string) error
 
-	SetPayer(ctx context.Context, box string, ps PayerSetting) (BoxView, error)
+	SetPayer(ctx context.Context, box string, ps PayerSetting) (PayerView, error)
 
 	ListCredentials(ctx context.Context) ([]CredentialView, error)
 	SetCredential(ctx context.Context, id, kind string, value []byte) (CredentialView, error)

@@ -24,46 +24,55 @@ type PayerSetting struct {
 	CredentialKind string  `json:"credentialKind,omitempty"`
 }
 
+// PayerView is the answer to PUT /api/boxes/{name}/payer: the box, whose
+// payer is the new one, and CredentialRemoved, true when the change
+// removed an owner's credential the box held (switching to shared from
+// an owner who had one); false when there was none to remove.
+type PayerView struct {
+	BoxView
+	CredentialRemoved bool `json:"credentialRemoved"`
+}
+
 // SetPayer sets who pays for box's calls (payer.Set): shared, or its
 // owner with the owner's credential in ps, checked (CheckedValue) and
-// sealed as owner:<box>; switching to shared removes that credential.
-// The value is cleared. Invalid for a bad kind, principal or value;
-// NotFound for no such box.
-func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (BoxView, error) {
+// sealed as owner:<box>; switching to shared removes that credential,
+// and the answer says whether there was one. The value is cleared.
+// Invalid for a bad kind, principal or value; NotFound for no such box.
+func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (PayerView, error) {
 	defer func() { ps.Value = "" }()
 	if err := CheckBoxName(name); err != nil {
-		return BoxView{}, err
+		return PayerView{}, err
 	}
 	choice := payer.Choice{Kind: ps.Kind}
 	if ps.Principal != nil {
 		choice.Principal = *ps.Principal
 	}
 	if err := CheckKind("credentialKind", ps.CredentialKind); err != nil {
-		return BoxView{}, err
+		return PayerView{}, err
 	}
 	switch {
 	case ps.Kind == protocol.PayerShared && ps.Value != "":
-		return BoxView{}, Errorf(Invalid,
+		return PayerView{}, Errorf(Invalid,
 			"A shared payer takes no value: the operator's credential pays (PUT /api/credentials/anthropic sets it).")
 	case ps.Kind == protocol.PayerShared && ps.CredentialKind != "":
-		return BoxView{}, Errorf(Invalid,
+		return PayerView{}, Errorf(Invalid,
 			"credentialKind is the owner's credential's; a shared payer has none.")
 	case ps.Kind == protocol.PayerOwner && ps.Value == "":
-		return BoxView{}, Errorf(Invalid,
+		return PayerView{}, Errorf(Invalid,
 			"An owner payer needs the owner's Anthropic key or setup token, or the cloud account's JSON with credentialKind, in value.")
 	}
 	kind := ""
 	if ps.Kind == protocol.PayerOwner {
 		plain, err := CheckedValue("credentialKind", ps.CredentialKind, &ps.Value)
 		if err != nil {
-			return BoxView{}, err
+			return PayerView{}, err
 		}
 		choice.Credential = plain
 		kind = CredentialKind(payer.SharedAnthropic, plain)
 	}
 	if choice.Credential != nil && s.cfg.Keyring == nil {
 		secrets.Zero(choice.Credential)
-		return BoxView{}, errors.New("set an owner payer: the operator service has no keyring")
+		return PayerView{}, errors.New("set an owner payer: the operator service has no keyring")
 	}
 	ch, err := payer.Set(ctx, s.cfg.Store, s.cfg.Keyring, name, choice, s.cfg.Now())
 	secrets.Zero(choice.Credential)
@@ -79,13 +88,13 @@ func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (B
 		refusal = "An owner payer needs the owner's Anthropic key or setup token in value."
 	}
 	if refusal != "" {
-		return BoxView{}, Errorf(Invalid, "%s", refusal)
+		return PayerView{}, Errorf(Invalid, "%s", refusal)
 	}
 	if ch.CredentialSet || ch.CredentialRemoved {
 		s.Drop(store.ChangeCredential, payer.OwnerAnthropic(name))
 	}
 	if err != nil {
-		return BoxView{}, StoreError(err, NoBox(name), "")
+		return PayerView{}, StoreError(err, NoBox(name), "")
 	}
 	msg := "set the box's payer to " + ch.Box.PayerKind
 	if ch.Box.PayerPrincipal != "" {
@@ -98,7 +107,11 @@ func (s *Service) SetPayer(ctx context.Context, name string, ps PayerSetting) (B
 		msg += ", removing the owner's credential"
 	}
 	if err := s.wrote(ctx, store.ChangeBox, name, name, http.StatusOK, msg); err != nil {
-		return BoxView{}, err
+		return PayerView{}, err
 	}
-	return s.view(ctx, ch.Box)
+	v, err := s.view(ctx, ch.Box)
+	if err != nil {
+		return PayerView{}, err
+	}
+	return PayerView{BoxView: v, CredentialRemoved: ch.CredentialRemoved}, nil
 }

@@ -83,14 +83,19 @@ type SecretValue struct {
 }
 
 // CheckValue refuses a value that is empty, only spaces (which a header
-// sends as empty), too long, or holds a byte that cannot go in a header.
-// The message never repeats the value.
+// sends as empty), begins or ends with a space (which a header drops and
+// a body field or the query keeps, so the one value would work in one
+// place and not in another), too long, or holds a byte that cannot go in
+// a header. The message never repeats the value.
 func CheckValue(what, v string) error {
 	if v == "" {
 		return Errorf(Invalid, "The %s's value is empty.", what)
 	}
 	if strings.Trim(v, " ") == "" {
 		return Errorf(Invalid, "The %s's value is only spaces.", what)
+	}
+	if strings.HasPrefix(v, " ") || strings.HasSuffix(v, " ") {
+		return Errorf(Invalid, "The %s's value begins or ends with a space, which a header drops but a body field or query keeps; set it without the space.", what)
 	}
 	if len(v) > MaxValue {
 		return Errorf(Invalid, "The %s's value is over %d bytes.", what, MaxValue)

@@ -566,3 +566,8 @@ func poolStats(p *pool.Pool) func() []metrics.PoolEntry {
 		return out
 	}
 }
+
+// Logger is where the server logs (Options.Logger, or JSON on stderr at
+// Config.LogLevel): what runs beside it, such as the egress proxy, logs
+// there too, in the same form and at the same level.
+func (s *Server) Logger() *slog.Logger { return s.log }

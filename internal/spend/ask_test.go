@@ -15,6 +15,7 @@ import (
 	"github.com/intentius/boxbroker/internal/brokertest"
 	"github.com/intentius/boxbroker/internal/grant"
 	"github.com/intentius/boxbroker/internal/protocol"
+	"github.com/intentius/boxbroker/internal/server"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/store/sqlite"
 )
@@ -185,13 +186,7 @@ func TestBudget_ApprovalOfOnePayersOverrunPaysForNoOther(t *testing.T) {
 	if r := b.Do("POST", "/llm/anthropic/v1/messages", token, body, withGrant); r.StatusCode != http.StatusForbidden {
 		t.Fatalf("the visitor's turn past their budget = %d %s, want 403", r.StatusCode, r.Body)
 	}
-	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("pending = %+v, %v; want the visitor's overrun", ps, err)
-	}
-	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
-		t.Fatal(err)
-	}
+	approveTheOne(t, b, "the visitor's overrun")
 	// The box's own budget is spent now (lowered here, as its own calls
 	// would spend it).
 	if err := b.Server.Store.SetBudget(ctx, store.Budget{Box: "salad", Limit: 1, UpdatedAt: time.Now()}); err != nil {
@@ -317,5 +312,53 @@ func TestBudget_ModelCannotDressAProposalAsAnother(t *testing.T) {
 	}
 	if len(rec.Seen()) != 0 {
 		t.Errorf("the upstream received a call")
+	}
+}
+
+// TestBudget_ApprovedCallPastTheBudgetIsLookedAtForAlerts: a call an
+// approval lets past the box's budget is charged against it, and so
+// brings the box's budget alerts (its 100%) to be looked at, as a
+// reserved call's charge does; it reserved nothing, which must not leave
+// the crossing unalerted.
+func TestBudget_ApprovedCallPastTheBudgetIsLookedAtForAlerts(t *testing.T) {
+	b, token := newBroker(t, brokertest.Options{Config: func(c *server.Config) { c.BudgetAlerts = []int{100} }})
+	askPastBudget(t, b)
+	ctx := context.Background()
+	body := []byte(brokertest.MessagesBody)
+	if r := post(b, token, body); r.StatusCode != http.StatusForbidden {
+		t.Fatalf("a call past the budget = %d %s, want 403", r.StatusCode, r.Body)
+	}
+	approveTheOne(t, b, "the call's")
+	if r := post(b, token, body); r.StatusCode != http.StatusOK {
+		t.Fatalf("the same call after approval = %d %s, want 200", r.StatusCode, r.Body)
+	}
+	// The call settles just after its answer's last byte; the Alerter's
+	// round (every 10 s) may have looked at the box already.
+	for i := 0; ; i++ {
+		als, err := b.Server.Store.ListAlerts(ctx, "salad", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Server.Alerter.Touched("salad") || len(als) > 0 {
+			break
+		}
+		if i == 400 {
+			t.Fatal("the approved call past the budget never brought the box's alerts to be looked at")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// approveTheOne approves, for an hour, the one proposal of box salad
+// pending, what names it; it fails the test when there is not one.
+func approveTheOne(t *testing.T, b *brokertest.Broker, what string) {
+	t.Helper()
+	ctx := context.Background()
+	ps, err := b.Server.Approvals.List(ctx, "salad", store.ProposalPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pending = %+v, %v; want one: %s", ps, err, what)
+	}
+	if _, err := b.Server.Approvals.Approve(ctx, ps[0].ID, time.Hour, false, "test"); err != nil {
+		t.Fatal(err)
 	}
 }

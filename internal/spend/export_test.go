@@ -29,3 +29,12 @@ func ObserveJSON(body io.ReadCloser, buf []byte) (model string, measured bool) {
 
 // benchBufs is ObserveJSON's pool of buffers, as a Meter's.
 var benchBufs bufPool
+
+// Touched reports whether box is marked charged, to be looked at in the
+// Alerter's next round.
+func (a *Alerter) Touched(box string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.dirty[box]
+	return ok
+}

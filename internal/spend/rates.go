@@ -4,7 +4,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/ratelimit"
@@ -31,19 +30,25 @@ func (m *Meter) admitRate(w http.ResponseWriter, s *settlement) error {
 	if f == nil {
 		return nil
 	}
-	secs := int64(math.Ceil(f.RetryAfter.Seconds()))
-	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(f), 10))
 	return RateLimited(f)
 }
 
-// RateLimited is the refusal of a call past f's limit.
+// retrySeconds is f's RetryAfter in whole seconds, rounded up: what
+// Retry-After says and the refusal's message repeats.
+func retrySeconds(f *ratelimit.Refusal) int64 {
+	return int64(math.Ceil(f.RetryAfter.Seconds()))
+}
+
+// RateLimited is the refusal of a call past f's limit; the wait it says
+// is Retry-After's.
 func RateLimited(f *ratelimit.Refusal) *capability.Error {
 	who := "this box"
 	if f.Limit.Principal != "" {
 		who = f.Limit.Principal + " on this box"
 	}
-	return capability.Refuse(capability.ReasonTokenRate, "The rate limit of %s is %d %s a minute, and %d were used in the last minute; try again in %s. "+
-		"The owner can change it with `boxbroker limit set`.", who, f.Max, f.Of, f.Used, f.RetryAfter.Round(time.Second))
+	return capability.Refuse(capability.ReasonTokenRate, "The rate limit of %s is %d %s a minute, and %d were used in the last minute; try again in %ds. "+
+		"The owner can change it with `boxbroker limit set`.", who, f.Max, f.Of, f.Used, retrySeconds(f))
 }
 
 // chargeRate counts the tokens of the call's answers, readings, against

@@ -17,8 +17,12 @@ type settlement struct {
 	// reserved for and charged, and no other of its name.
 	created time.Time
 	id      int64
-	est     Estimate
-	bound   int64
+	// approved is set for a call an approval let past a budget: it
+	// reserved nothing (id 0) but is charged against that budget, so it
+	// is recorded as a reserved call is, and its box's alerts looked at.
+	approved bool
+	est      Estimate
+	bound    int64
 	// body, when not nil, makes est and bound as the call settles: it
 	// reserved nothing, and its body was read only as it was forwarded.
 	body *bodyScan
@@ -148,7 +152,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		return // nothing held, nothing spent
 	}
 	st := store.Settlement{Reservation: s.id, Box: s.box, BoxCreated: s.created, Principal: s.principal, Month: s.month, Charge: charge, Usage: rows, Cache: cache, At: m.cfg.Now()}
-	if s.id == 0 && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
+	if s.id == 0 && !s.approved && m.cfg.Outbox != nil && m.cfg.Outbox.QueueCall(ctx, st) {
 		return // settled with others, by the outbox
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -158,7 +162,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 		m.log.Error("spend: settlement not recorded", "box", s.box, "month", s.month, "charge_micros", charge, "err", err)
 		return
 	}
-	if s.id != 0 && m.cfg.Alerter != nil {
+	if (s.id != 0 || s.approved) && m.cfg.Alerter != nil {
 		m.cfg.Alerter.Touch(s.box)
 	}
 	if !m.log.Enabled(ctx, slog.LevelDebug) {

@@ -213,7 +213,7 @@ func (c *metered) prepare(w http.ResponseWriter, r *http.Request, call *capabili
 			}
 			// Approved: the call goes on with nothing reserved, and is
 			// charged when it settles.
-			s.id, err = 0, nil
+			s.id, err, s.approved = 0, nil, true
 		}
 		if err != nil {
 			return nil, budgetUnreadable(err)

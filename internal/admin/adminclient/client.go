@@ -333,12 +333,13 @@ func (c *Client) ListAudit(ctx context.Context, q store.AuditQuery) ([]operator.
 	return out.Entries, err
 }
 
-// SetPayer sets who pays for a box's model calls and returns the box. For
-// an owner, set.Value is the owner's credential, of set.CredentialKind;
-// the caller clears its own copy.
-func (c *Client) SetPayer(ctx context.Context, name string, set operator.PayerSetting) (operator.BoxView, error) {
+// SetPayer sets who pays for a box's model calls and returns the box and
+// whether an owner's credential was removed. For an owner, set.Value is
+// the owner's credential, of set.CredentialKind; the caller clears its
+// own copy.
+func (c *Client) SetPayer(ctx context.Context, name string, set operator.PayerSetting) (operator.PayerView, error) {
 	set.CredentialKind = wireKind(set.CredentialKind)
-	return call[operator.BoxView](ctx, c, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set)
+	return call[operator.PayerView](ctx, c, http.MethodPut, "/api/boxes/"+url.PathEscape(name)+"/payer", set)
 }
 
 // ListVisitors returns the visitors holding a credential, never a value.

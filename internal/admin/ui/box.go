@@ -202,7 +202,7 @@ func (u *Page) card(ctx context.Context, v operator.BoxView) (card, error) {
 	}
 	for _, g := range grants {
 		c.Grants++
-		if operator.GrantState(g.RevokedAt, g.ExpiresAt, now) == "current" {
+		if operator.GrantState(g.RevokedAt, g.ExpiresAt, now) == operator.GrantCurrent {
 			c.Current++
 		}
 	}
