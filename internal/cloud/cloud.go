@@ -146,6 +146,11 @@ func IsAWSRegion(r string) bool {
 	return r != "" && !strings.Contains(r, " ") && strings.Contains(awsRegions, " "+r+" ")
 }
 
+// IsAWSAccessKeyID reports whether id has an AWS access key id's form
+// (upper-case letters and digits, as AKIA… or ASIA…): the one rule for
+// every access key id a credential or secret names.
+func IsAWSAccessKeyID(id string) bool { return accessKeyRE.MatchString(id) }
+
 // Check reads the JSON an operator gives for a credential of kind
 // (KindBedrock or KindVertex) and returns the form to seal: compact JSON
 // with its "kind". Its errors name the field at fault and never hold a
@@ -217,7 +222,7 @@ func (c *Credential) checkBedrock() error {
 	if c.AccessKeyID == "" || c.SecretAccessKey == "" {
 		return errors.New("the bedrock credential needs access_key_id and secret_access_key")
 	}
-	if !accessKeyRE.MatchString(c.AccessKeyID) {
+	if !IsAWSAccessKeyID(c.AccessKeyID) {
 		return errors.New("access_key_id is not an AWS access key id (upper-case letters and digits, as AKIA… or ASIA…)")
 	}
 	for _, f := range []struct{ name, v string }{{"secret_access_key", c.SecretAccessKey}, {"session_token", c.SessionToken}} {

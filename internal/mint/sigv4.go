@@ -60,10 +60,7 @@ func (s *SigV4) Drop() []string {
 	return []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-Sha256"}
 }
 
-var (
-	accessKeyRE = regexp.MustCompile(`^[A-Z0-9]{16,128}$`)
-	serviceRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-)
+var serviceRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 func (s *SigV4) validate() error {
 	const k = KindSigV4
@@ -73,7 +70,7 @@ func (s *SigV4) validate() error {
 	} {
 		f.check(required(k, m.name, m.v))
 	}
-	f.want(accessKeyRE.MatchString(s.AccessKeyID), "access_key_id", "is not an AWS access key id (upper-case letters and digits, as AKIA…)")
+	f.want(cloud.IsAWSAccessKeyID(s.AccessKeyID), "access_key_id", "is not an AWS access key id (upper-case letters and digits, as AKIA…)")
 	f.check(headerSafe(k, "secret_access_key", s.SecretAccessKey))
 	f.check(headerSafe(k, "session_token", s.SessionToken))
 	f.want(cloud.IsAWSRegion(s.Region), "region", "is not an AWS region the broker knows (as us-east-1)")
