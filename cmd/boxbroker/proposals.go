@@ -131,6 +131,8 @@ func runAsk(ctx context.Context, c *cli, args []string) error {
 		}
 		if len(asks) > 0 {
 			fmt.Fprintf(c.stdout, "box %s asks about: %s\n", box, safe(fmt.Sprint(asks)))
+		} else {
+			fmt.Fprintf(c.stdout, "box %s asks about nothing; approvals already given hold until they end (`boxbroker deny ID` withdraws one)\n", box)
 		}
 		return nil
 	})

@@ -101,7 +101,8 @@ func TestProposals_StateNamesEveryState(t *testing.T) {
 
 // TestAsk_SecretNameMustBeOne: `ask BOX secret:github` is refused (exit
 // 2) naming the secret name's pattern, since no refusal would ever match
-// it; turning such a scope off is taken, to clear one set.
+// it; turning such a scope off is taken, to clear one set, and says that
+// the box asks about nothing more and that approvals given still hold.
 func TestAsk_SecretNameMustBeOne(t *testing.T) {
 	dir := t.TempDir()
 	if _, _, code := run(t, dir, "", "box", "add", "shop"); code != 0 {
@@ -110,8 +111,8 @@ func TestAsk_SecretNameMustBeOne(t *testing.T) {
 	if _, errs, code := run(t, dir, "", "ask", "shop", "secret:github"); code != 2 || !strings.Contains(errs, "^[A-Z][A-Z0-9_]{0,39}$") {
 		t.Errorf("ask shop secret:github = %d %q, want exit 2 naming the secret name's pattern", code, errs)
 	}
-	if out, errs, code := run(t, dir, "", "ask", "shop", "secret:github", "--off"); code != 0 {
-		t.Errorf("ask shop secret:github --off = %d %q %q, want it taken", code, out, errs)
+	if out, errs, code := run(t, dir, "", "ask", "shop", "secret:github", "--off"); code != 0 || !strings.Contains(out, "asks about nothing; approvals already given hold") {
+		t.Errorf("ask shop secret:github --off = %d %q %q, want it taken, saying the box asks about nothing and approvals hold", code, out, errs)
 	}
 	if out, errs, code := run(t, dir, "", "ask", "shop", "secret:GITHUB"); code != 0 || !strings.Contains(out, "opens a proposal") {
 		t.Errorf("ask shop secret:GITHUB = %d %q %q", code, out, errs)
