@@ -251,24 +251,6 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 	return &Provider{cfg: cfg, seal: seal, now: now, client: client}, nil
 }
 
-// redirectGET follows a redirect only of a GET, and only to https (or
-// http on a loopback host): the discovery document and the keys, which
-// carry nothing secret and are checked whatever address serves them
-// (the document's issuer must be the one configured, the keys only
-// verify signatures). The code exchange, a POST holding the code, the
-// PKCE verifier and the client's secret, is never sent on: a 307 from
-// the token endpoint (or whoever answers at its address) would post them
-// again to an address of its choosing. Its 3xx is the provider's failure.
-func redirectGET(req *http.Request, via []*http.Request) error {
-	if via[0].Method != http.MethodGet || quiet.InClear(req.URL) {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	return nil
-}
-
 // FailedFor is how long a failed discovery is remembered: a sign-in
 // begun within it fails as the discovery did (ErrRemembered), without
 // asking the provider. Anyone who reaches the admin listener may send
