@@ -238,6 +238,7 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 	if client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = 10 * time.Second
+		t.MaxResponseHeaderBytes = maxAnswerHeader
 		t.MaxIdleConnsPerHost = 2
 		client = &http.Client{Transport: t, Timeout: 15 * time.Second}
 	}
