@@ -110,7 +110,7 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if len(pass) > 0 && *proxyListen == "" {
 		fmt.Fprintln(c.stderr, "warning: --proxy-passthrough (BOXBROKER_PROXY_PASSTHROUGH) is set but --proxy-listen (BOXBROKER_PROXY_LISTEN) is not: no egress proxy runs, so it does nothing")
 	}
-	warnWebhookInArgv(c, set, map[string]string{"proposal-webhook": cfg.ProposalWebhook, "budget-webhook": *webhook})
+	warnURLInArgv(c, set, map[string]string{"proposal-webhook": cfg.ProposalWebhook, "budget-webhook": *webhook, "audit-sink-url": *auditSink})
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: serve takes no arguments, got %s", errUsage, namedAll(fs.Args()))
 	}
@@ -208,18 +208,26 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	return srv.Serve(ctx, ln, admin)
 }
 
-// warnWebhookInArgv warns of each webhook flag given on the command
-// line (set) whose URL, as given, holds more than a scheme and host: a
-// Slack or Teams incoming webhook's path is its credential, and serve's
-// argv is read by every user of the machine. The warning names the flag
-// and its variable, never the URL.
-func warnWebhookInArgv(c *cli, set map[string]bool, given map[string]string) {
-	for _, f := range []struct{ flag, env string }{{"proposal-webhook", "BOXBROKER_PROPOSAL_WEBHOOK"}, {"budget-webhook", "BOXBROKER_BUDGET_WEBHOOK"}} {
+// warnURLInArgv warns of each URL flag given on the command line (set)
+// whose URL, as given, may hold a credential: a user, a query (a log
+// service's key, ?dd-api-key=…), or for a webhook a path too (a Slack or
+// Teams incoming webhook's path is its credential). serve's argv is read
+// by every user of the machine. The warning names the flag and its
+// variable, never the URL.
+func warnURLInArgv(c *cli, set map[string]bool, given map[string]string) {
+	for _, f := range []struct {
+		flag, env string
+		path      bool // a path may be the credential
+	}{
+		{"proposal-webhook", "BOXBROKER_PROPOSAL_WEBHOOK", true},
+		{"budget-webhook", "BOXBROKER_BUDGET_WEBHOOK", true},
+		{"audit-sink-url", "BOXBROKER_AUDIT_SINK_URL", false},
+	} {
 		u, err := url.Parse(given[f.flag])
-		if !set[f.flag] || err == nil && u.User == nil && strings.Trim(u.Path, "/") == "" && u.RawQuery == "" && u.Opaque == "" {
+		if !set[f.flag] || err == nil && u.User == nil && (!f.path || strings.Trim(u.Path, "/") == "") && u.RawQuery == "" && u.Opaque == "" {
 			continue
 		}
-		fmt.Fprintf(c.stderr, "warning: --%s is given on the command line, which every user of this machine reads (ps, /proc): a webhook's URL is often its credential; set %s instead\n", f.flag, f.env)
+		fmt.Fprintf(c.stderr, "warning: --%s is given on the command line, which every user of this machine reads (ps, /proc): its URL may hold a credential (a webhook's path, a key in a query); set %s instead\n", f.flag, f.env)
 	}
 }
 

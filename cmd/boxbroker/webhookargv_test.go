@@ -13,7 +13,9 @@ import (
 // flag's value is in serve's argv, which every user of the machine reads
 // (ps, /proc/PID/cmdline): given on the command line with a path or a
 // query, serve warns, naming the flag and its variable and never the
-// URL; from the variable, or with none, it says nothing.
+// URL; from the variable, or with none, it says nothing. The audit
+// sink's URL is warned of with a query (a log service's key,
+// ?dd-api-key=…) or a user, not for a path alone.
 func TestServe_WebhookURLOnTheCommandLineIsWarnedOf(t *testing.T) {
 	const hook = "https://hooks.slack.com/services/T0/B0/XslackArgv1"
 	taken := takenAddr(t)
@@ -27,6 +29,9 @@ func TestServe_WebhookURLOnTheCommandLineIsWarnedOf(t *testing.T) {
 		{"budget webhook in argv", map[string]string{"BOXBROKER_BUDGET_ALERTS": "80"}, []string{"--budget-webhook", hook}, "BOXBROKER_BUDGET_WEBHOOK"},
 		{"from the environment", map[string]string{"BOXBROKER_PROPOSAL_WEBHOOK": hook}, nil, ""},
 		{"a host alone", nil, []string{"--proposal-webhook", "https://hooks.example.com"}, ""},
+		{"audit sink with a key in its query in argv", nil, []string{"--audit-sink-url", "https://logs.example.com/in?dd-api-key=XslackArgv1"}, "BOXBROKER_AUDIT_SINK_URL"},
+		{"audit sink from the environment", map[string]string{"BOXBROKER_AUDIT_SINK_URL": "https://logs.example.com/in?dd-api-key=XslackArgv1"}, nil, ""},
+		{"audit sink with a path alone", nil, []string{"--audit-sink-url", "https://logs.example.com/v1/input"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

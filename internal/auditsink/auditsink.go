@@ -42,7 +42,6 @@ import (
 
 	"github.com/intentius/boxbroker/internal/defaults"
 	"github.com/intentius/boxbroker/internal/outbox"
-	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/store"
 	"github.com/intentius/boxbroker/internal/webhook"
 )
@@ -81,8 +80,9 @@ type Config struct {
 	// Token, when set, is sent as the POSTs' bearer token
 	// (Authorization: Bearer); it is never logged.
 	Token string
-	// Client sends the POSTs (default: a client with DefaultTimeout); its
-	// redirects are never followed, so a 3xx is a failed POST.
+	// Client sends the POSTs (default: webhook.Channel's, with
+	// DefaultTimeout); its redirects are never followed, so a 3xx is a
+	// failed POST.
 	Client *http.Client
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
@@ -175,15 +175,9 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: DefaultTimeout}
-	}
 	// A redirect is not followed: net/http sends the bearer token on to
 	// another port or scheme of the same host. It is a failed POST.
-	hc := *cfg.Client
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	hc.Transport = quiet.Errors(hc.Transport)
-	cfg.Client = &hc
+	cfg.Client = webhook.Channel(cfg.Client, DefaultTimeout)
 	defaults.Logger(&cfg.Logger)
 	s := &Sink{cfg: cfg, dir: filepath.Join(cfg.Dir, "auditsink"), log: cfg.Logger, wake: make(chan struct{}, 1)}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {

@@ -35,8 +35,8 @@ const (
 var payerKinds = map[string]bool{"shared": true, "owner": true, "visitor": true}
 
 // MaxUnpricedModels bounds boxbroker_unpriced_calls_total's model label:
-// the first MaxUnpricedModels models seen are named, and every later one
-// is counted as "other".
+// the first MaxUnpricedModels models an upstream's answer named are
+// named, and every other one is counted as "other" (see UnpricedCall).
 const MaxUnpricedModels = 100
 
 // spendMetrics counts what model calls measured, by model and payer kind
@@ -59,14 +59,15 @@ type labelSet struct {
 	seen map[string]bool // the values named so far
 }
 
-// label is v, or OtherModel when max values other than v are named.
-func (l *labelSet) label(v string) string {
+// label is v when it is named, or is named now: take is true and fewer
+// than max values are named. Otherwise it is OtherModel.
+func (l *labelSet) label(v string, take bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seen[v] {
 		return v
 	}
-	if len(l.seen) >= l.max {
+	if !take || len(l.seen) >= l.max {
 		return OtherModel
 	}
 	l.seen[v] = true
@@ -93,16 +94,26 @@ func newSpendMetrics(reg *prometheus.Registry) *spendMetrics {
 
 // UnpricedCall counts one call of a model the price table does not name,
 // charged at the price of the table's model pricedAs; match is "family"
-// or "unpriced" (any other value is counted as "unpriced").
-func (m *Metrics) UnpricedCall(model, pricedAs, match string) {
+// or "unpriced" (any other value is counted as "unpriced"). answered
+// says an upstream's answer named model: only such a model takes one of
+// the MaxUnpricedModels named places, so that a box naming a new model
+// on each call whose answer named none (cut off, or encoded), or a name
+// that is no model ID, cannot take them all and leave a real unpriced
+// model counted as "other". A model named already is counted by its
+// name however its call was read.
+func (m *Metrics) UnpricedCall(model, pricedAs, match string, answered bool) {
 	if m == nil {
 		return
 	}
-	model, pricedAs = strings.ToValidUTF8(model, "?"), strings.ToValidUTF8(pricedAs, "?")
+	pricedAs = strings.ToValidUTF8(pricedAs, "?")
 	if match != "family" {
 		match = "unpriced"
 	}
-	m.spend.unpriced.WithLabelValues(m.spend.unpricedModels.label(model), pricedAs, match).Inc()
+	label := OtherModel
+	if modelID(model) {
+		label = m.spend.unpricedModels.label(model, answered)
+	}
+	m.spend.unpriced.WithLabelValues(label, pricedAs, match).Inc()
 }
 
 // Usage counts the model calls of one settled request made with model
@@ -143,7 +154,7 @@ func (s *spendMetrics) modelLabel(model string) string {
 	if !modelID(model) {
 		return OtherModel
 	}
-	return s.models.label(model)
+	return s.models.label(model, true)
 }
 
 // modelID reports whether s reads as a model ID, as Anthropic, Bedrock

@@ -54,3 +54,39 @@ func TestMetrics_ModelLabelIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestMetrics_UnpricedModelSlotsAreTakenOnlyByAnsweredModels: a box
+// naming a new junk model on each call, where the model is the box's
+// request's alone (the answer named none the broker read: it was cut
+// off, or came encoded) or is no model ID, would take the
+// MaxUnpricedModels named slots of boxbroker_unpriced_calls_total, and a
+// real unpriced model an upstream answered for afterwards would be
+// counted as "other". Such names are "other" and take no slot; one an
+// answer named is counted by its name, and so are its later calls
+// however they were read.
+func TestMetrics_UnpricedModelSlotsAreTakenOnlyByAnsweredModels(t *testing.T) {
+	m := metrics.New()
+	for i := range metrics.MaxUnpricedModels + 5 {
+		m.UnpricedCall(fmt.Sprintf("claude-junk-%d", i), "claude-opus-4-1", "unpriced", false)
+	}
+	for _, name := range []string{"bbx_AAAAAAAAAAAAAAAAAAAAAAAAAAAA", strings.Repeat("a", 65), "claude junk", "claude\u00e9"} {
+		m.UnpricedCall(name, "claude-opus-4-1", "unpriced", true)
+	}
+	m.UnpricedCall("claude-mystery-9", "claude-opus-4-1", "unpriced", true)
+	m.UnpricedCall("claude-mystery-9", "claude-opus-4-1", "unpriced", false)
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	text := rec.Body.String()
+	for _, want := range []string{
+		`boxbroker_unpriced_calls_total{match="unpriced",model="claude-mystery-9",priced_as="claude-opus-4-1"} 2`,
+		fmt.Sprintf(`boxbroker_unpriced_calls_total{match="unpriced",model="other",priced_as="claude-opus-4-1"} %d`, metrics.MaxUnpricedModels+5+4),
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(text, "claude-junk-") || strings.Contains(text, "bbx_") {
+		t.Errorf("/metrics names a model no answer named, or a token, in boxbroker_unpriced_calls_total")
+	}
+}

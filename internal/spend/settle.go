@@ -103,6 +103,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	exact := true
 	for _, rd := range readings {
 		model := keptModel(rd.model, rd.sent, rd.earlier)
+		answered := model != "" // the upstream's answer named it
 		if model == "" {
 			m.estimateLate(&s)
 			model = keptModel(s.est.Model, rd.sent, rd.earlier)
@@ -115,7 +116,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 			func(c *store.CacheUsage) bool { return c.Entry == rd.entry }) // payer kind and hour are the settlement's
 		u := store.Usage{Box: s.box, Month: s.month, PayerKind: s.payer, Principal: s.principal, Model: model, Calls: 1,
 			InputTokens: rd.tokens.Input, OutputTokens: rd.tokens.Output, CacheWriteTokens: rd.tokens.CacheWrite, CacheReadTokens: rd.tokens.CacheRead}
-		res := m.resolve(model)
+		res := m.resolve(model, answered)
 		priced := res.Match != Unpriced
 		if !priced {
 			u.Unpriced = 1

@@ -8,15 +8,15 @@ import (
 )
 
 // MaxUnpricedModels bounds the models Meter.Unpriced lists and warns of:
-// a process names the first MaxUnpricedModels it sees, and counts every
-// later one under "other".
+// a process names the first MaxUnpricedModels an upstream's answer
+// named, and counts every other one under "other".
 const MaxUnpricedModels = 100
 
 // UnpricedModel is a model the price table does not name, seen by this
 // process, for the owner's page and the log.
 type UnpricedModel struct {
 	// Model is the model's ID as calls named it ("other" for models past
-	// MaxUnpricedModels).
+	// MaxUnpricedModels, or that no answer named).
 	Model string
 	// As is the table's model it is charged as; Match says why: Family
 	// (the newest of its family) or Unpriced (the table's UnpricedAs).
@@ -36,16 +36,26 @@ type unpricedSet struct {
 }
 
 // note counts a call of model, priced as res, and reports whether it is
-// the first of that model (so the caller warns once).
-func (s *unpricedSet) note(model string, res Resolved, now time.Time) (first bool) {
+// the first of that model (so the caller warns once). answered says an
+// upstream's answer named model: only such a model takes one of the
+// MaxUnpricedModels places, so that a box naming a new model on each
+// call whose answer named none the broker read (cut off, or encoded)
+// cannot take them all and leave a real unpriced model as "other". A
+// model listed already is counted by its name however its call was
+// read.
+func (s *unpricedSet) note(model string, res Resolved, now time.Time, answered bool) (first bool) {
 	model = strings.ToValidUTF8(model, "?")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byModel == nil {
 		s.byModel = map[string]*UnpricedModel{}
 	}
+	named := len(s.byModel)
+	if s.byModel["other"] != nil {
+		named--
+	}
 	u, ok := s.byModel[model]
-	if !ok && len(s.byModel) >= MaxUnpricedModels {
+	if !ok && (!answered || named >= MaxUnpricedModels) {
 		model = "other"
 		u, ok = s.byModel[model]
 	}
@@ -75,18 +85,18 @@ func (m *Meter) Unpriced() []UnpricedModel {
 // resolve finds model's price, and when the table does not name it,
 // counts the call, warns of the model's first call in this process and
 // counts it in the metrics.
-func (m *Meter) resolve(model string) Resolved {
+func (m *Meter) resolve(model string, answered bool) Resolved {
 	res := m.cfg.Prices.Resolve(model)
 	if res.Match == Exact || model == "" {
 		return res
 	}
-	if m.unpriced.note(model, res, m.cfg.Now()) {
+	if m.unpriced.note(model, res, m.cfg.Now(), answered) {
 		msg := "spend: model not in the price table nor of a family in it; charged as --unpriced-as until a price file (--prices) names it"
 		if res.Match == Family {
 			msg = "spend: model not in the price table; charged as the newest model of its family until a price file (--prices) names it"
 		}
 		m.log.Warn(msg, "model", model, "priced_as", res.As, "prices_checked", m.cfg.Prices.Checked())
 	}
-	m.cfg.Metrics.UnpricedCall(model, res.As, res.Match.String())
+	m.cfg.Metrics.UnpricedCall(model, res.As, res.Match.String(), answered)
 	return res
 }

@@ -2,11 +2,14 @@ package sso_test
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/coreos/go-oidc/v3/oidc/oidctest"
 
 	"github.com/intentius/boxbroker/internal/sso"
 )
@@ -72,5 +75,29 @@ func TestProvider_AnswersAreBounded(t *testing.T) {
 	}
 	if len(err.Error()) > 4<<10 {
 		t.Errorf("Start's error, which the page logs, is %d bytes of the provider's answer; want a KiB or so", len(err.Error()))
+	}
+}
+
+// TestProvider_AnswerHeaderIsBounded: the identity provider (or whoever
+// answers at its address, or a proxy on the way) answering with a
+// header of a MiB, which Go's client would read to 10 MiB and hold at
+// each discovery asked again. Past 64 KiB, as every upstream's answer,
+// the answer is an error, not read.
+func TestProvider_AnswerHeaderIsBounded(t *testing.T) {
+	disc := &oidctest.Server{}
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Padding", strings.Repeat("a", 1<<20))
+		disc.ServeHTTP(w, r)
+	}))
+	t.Cleanup(idp.Close)
+	disc.SetIssuer(idp.URL)
+	p, err := sso.New(sso.Config{Issuer: idp.URL, ClientID: "boxbroker", RedirectURL: "http://127.0.0.1:8788" + sso.CallbackPath,
+		Operators: []string{"ops@example.com"}}, plainSealer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Start(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, sso.StartPath, nil))
+	if !errors.Is(err, sso.ErrProvider) {
+		t.Errorf("Start with a discovery answer whose header is a MiB = %v, want %v", err, sso.ErrProvider)
 	}
 }

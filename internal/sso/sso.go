@@ -238,6 +238,7 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 	if client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = 10 * time.Second
+		t.MaxResponseHeaderBytes = maxAnswerHeader
 		t.MaxIdleConnsPerHost = 2
 		client = &http.Client{Transport: t, Timeout: 15 * time.Second}
 	}
@@ -246,6 +247,7 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 	// each answer is read to maxAnswer bytes at most.
 	hc := *client
 	hc.Transport = bounded{quiet.Errors(hc.Transport)}
+	hc.CheckRedirect = redirectGET
 	client = &hc
 	return &Provider{cfg: cfg, seal: seal, now: now, client: client}, nil
 }

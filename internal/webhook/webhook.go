@@ -86,16 +86,10 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.URL == "" || len(cfg.Key) == 0 {
 		return nil, fmt.Errorf("%s: no URL or no key", cfg.Name)
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
-	}
 	// A redirect is not followed: the message, signed, would go again to
 	// wherever the receiver names (plain http, an address inside the
 	// operator's network). It is an answer that is not 2xx.
-	hc := *cfg.Client
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	hc.Transport = quiet.Errors(hc.Transport)
-	cfg.Client = &hc
+	cfg.Client = Channel(cfg.Client, 10*time.Second)
 	defaults.Positive(&cfg.Attempts, 5)
 	defaults.Positive(&cfg.Backoff, time.Second)
 	defaults.Clock(&cfg.Now)
@@ -182,6 +176,34 @@ func (s *Sender) post(ctx context.Context, body []byte) error {
 		err = errors.New("answered " + resp.Status)
 	}
 	return err
+}
+
+// MaxAnswerHeader bounds the header of an answer to an operator's
+// channel, as every upstream's answer is bounded
+// (proxy.MaxResponseHeaderBytes): past it the POST fails, and no more of
+// it is held. Go's own bound is 10 MiB.
+const MaxAnswerHeader = 64 << 10
+
+// Channel is the client an operator's channel (a webhook, the audit
+// sink) posts with: c (nil: a client of its own with timeout, its answer
+// header bounded at MaxAnswerHeader, through the proxy the environment
+// names, if any), following no redirect, with what its requests carry
+// kept out of its errors (quiet.Errors). The environment's proxy
+// (HTTPS_PROXY, NO_PROXY) is the operator's: a channel reaches Slack or a
+// log service as the operator's other programs do, through a corporate
+// egress proxy. A box's calls (package proxy's transports, minting, the
+// clouds) never take one.
+func Channel(c *http.Client, timeout time.Duration) *http.Client {
+	if c == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = http.ProxyFromEnvironment
+		t.MaxResponseHeaderBytes = MaxAnswerHeader
+		c = &http.Client{Transport: t, Timeout: timeout}
+	}
+	hc := *c
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc.Transport = quiet.Errors(hc.Transport)
+	return &hc
 }
 
 // Post POSTs body to rawURL through c with header's values, and returns

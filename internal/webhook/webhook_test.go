@@ -30,16 +30,7 @@ func TestWebhook_LogNeverQuotesTheURL(t *testing.T) {
 	}))
 	defer refused.Close()
 	for _, base := range []string{"http://" + addr, refused.URL} {
-		var logs bytes.Buffer
-		s, err := webhook.New(webhook.Config{URL: base + secretPath + "?token=XsecretQuery987", Key: []byte("k"), Name: "test webhook",
-			Attempts: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Send([]byte(`{}`), "message", "m1")
-		s.Wait()
-		s.Close()
-		got := logs.String()
+		got := sendOnce(t, base+secretPath+"?token=XsecretQuery987")
 		if !strings.Contains(got, "not delivered") {
 			t.Errorf("log for %s = %q, want a line saying it was not delivered", base, got)
 		}
@@ -68,18 +59,10 @@ func TestWebhook_RedirectIsNotFollowed(t *testing.T) {
 		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, other.URL+"/internal", code)
 		}))
-		var logs bytes.Buffer
-		s, err := webhook.New(webhook.Config{URL: receiver.URL + "/hook", Key: []byte("k"), Name: "test webhook",
-			Attempts: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Send([]byte(`{"type":"proposal"}`), "message", "m1")
-		s.Wait()
-		s.Close()
+		got := sendOnce(t, receiver.URL+"/hook")
 		receiver.Close()
-		if !strings.Contains(logs.String(), "not delivered") {
-			t.Errorf("a %d answer: log %q, want the message not delivered", code, logs.String())
+		if !strings.Contains(got, "not delivered") {
+			t.Errorf("a %d answer: log %q, want the message not delivered", code, got)
 		}
 	}
 	mu.Lock()
@@ -132,4 +115,36 @@ func TestBackoff_DoublesUpToMaxAndJittersWithinTheUpperHalf(t *testing.T) {
 			t.Errorf("jittered Next() #%d = %v, want within [%v, %v]", i+1, got, full*time.Second/2, full*time.Second)
 		}
 	}
+}
+
+// TestWebhook_AnswerHeaderOverBoundIsAnError: the receiver (or whoever
+// answers at its URL, or a proxy on the way) answering 200 with a header
+// of more than 64 KiB, which Go's client would read to 10 MiB and hold.
+// The answer is an error past webhook.MaxAnswerHeader, not read: the
+// message counts as not delivered.
+func TestWebhook_AnswerHeaderOverBoundIsAnError(t *testing.T) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Padding", strings.Repeat("a", webhook.MaxAnswerHeader+1024))
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer receiver.Close()
+	if got := sendOnce(t, receiver.URL+"/hook"); !strings.Contains(got, "not delivered") || !strings.Contains(got, "exceeded") {
+		t.Errorf("a 200 with a header of %d KiB: log %q, want the message not delivered, the header over its bound", (webhook.MaxAnswerHeader+1024)>>10, got)
+	}
+}
+
+// sendOnce sends one message to url, tried once, and returns what the
+// sender logged.
+func sendOnce(t *testing.T, url string) string {
+	t.Helper()
+	var logs bytes.Buffer
+	s, err := webhook.New(webhook.Config{URL: url, Key: []byte("k"), Name: "test webhook",
+		Attempts: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Send([]byte(`{"type":"proposal"}`), "message", "m1")
+	s.Wait()
+	s.Close()
+	return logs.String()
 }

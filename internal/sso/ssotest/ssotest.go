@@ -51,6 +51,10 @@ type IdP struct {
 	verifiers []string
 	// challenges are the code challenges (and methods) /auth was sent.
 	challenges []string
+	// tokenTo, when set, is where the token endpoint redirects (307)
+	// every exchange, to play a provider (or whoever answers for it)
+	// sending the client's post elsewhere.
+	tokenTo string
 }
 
 type grant struct {
@@ -102,6 +106,14 @@ func (p *IdP) ShowPage(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.page = on
+}
+
+// RedirectToken makes the token endpoint answer every exchange with a
+// 307 to to; "" for none.
+func (p *IdP) RedirectToken(to string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tokenTo = to
 }
 
 // Verifiers returns the PKCE verifiers the token endpoint was sent.
@@ -157,6 +169,13 @@ func (p *IdP) token(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": code})
+	}
+	p.mu.Lock()
+	to := p.tokenTo
+	p.mu.Unlock()
+	if to != "" {
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+		return
 	}
 	if err := r.ParseForm(); err != nil {
 		refuse("invalid_request")
