@@ -51,7 +51,7 @@ func TestServe_WebhookURLOnTheCommandLineIsWarnedOf(t *testing.T) {
 			if strings.Contains(got, "XslackArgv1") {
 				t.Errorf("serve quotes the webhook's URL:\n%s", got)
 			}
-			if warned := strings.Contains(got, "warning:") && strings.Contains(got, "ps"); warned != (tt.warn != "") || !strings.Contains(got, tt.warn) {
+			if warned := strings.Contains(got, "warning:") && strings.Contains(got, "which every user of this machine reads"); warned != (tt.warn != "") || !strings.Contains(got, tt.warn) {
 				t.Errorf("serve %q wrote\n%s\nwant a warning naming %q: %v", tt.args, got, tt.warn, tt.warn != "")
 			}
 		})
