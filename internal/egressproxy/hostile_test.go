@@ -6,10 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
-
-	"golang.org/x/net/http2"
 
 	"github.com/intentius/boxbroker/internal/approval"
 	"github.com/intentius/boxbroker/internal/store"
@@ -103,18 +102,17 @@ func TestProxy_TunnelRequestCannotNameAnotherHost(t *testing.T) {
 // secret's host alone.
 func TestProxy_H2StreamCannotNameAnotherHost(t *testing.T) {
 	f := newFixture(t)
-	resp, _, c := connect(t, f, f.host, basic(f.token))
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("CONNECT = %d, want 200", resp.StatusCode)
-	}
-	tc := tls.Client(c, &tls.Config{ServerName: "example.com", RootCAs: f.caPool, NextProtos: []string{"h2"}})
-	if err := tc.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	cc, err := (&http2.Transport{}).NewClientConn(tc)
+	var protos http.Protocols
+	protos.SetHTTP2(true)
+	via := *f.proxy
+	via.User = url.UserPassword("box", f.token)
+	tr := &http.Transport{Proxy: http.ProxyURL(&via), Protocols: &protos, TLSClientConfig: &tls.Config{ServerName: "example.com", RootCAs: f.caPool}}
+	t.Cleanup(tr.CloseIdleConnections)
+	cc, err := tr.NewClientConn(t.Context(), "https", f.host)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cc.Close() })
 	tests := []struct {
 		name, authority, host string
 		ok                    bool
@@ -137,6 +135,9 @@ func TestProxy_H2StreamCannotNameAnotherHost(t *testing.T) {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if resp.ProtoMajor != 2 {
+				t.Fatalf("GET :authority %s went as %s, want HTTP/2", tt.authority, resp.Proto)
+			}
 			if strings.Contains(string(body), secretValue) || strings.Contains(string(body), "passthrough host, its own") {
 				t.Errorf("GET :authority %s = %d, the answer holds the value or comes from the passthrough host: %s", tt.authority, resp.StatusCode, body)
 			}
