@@ -478,3 +478,45 @@ func TestFeedback_EntriesOrCountsInAnotherCaseAreJudgedAsThem(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedback_TokenAfterAnEscapedBackslashKeepsTheBatchJSON: a batch
+// whose text holds a backslash and then a token with its first letter
+// JSON-escaped (`\\\u0062bx_…`, a path on Windows written by an encoder
+// that escapes letters). The token's replacement began at the backslash
+// that closes the escaped backslash, as if the token were escaped twice,
+// and left the one before it to escape the marker's "[": the batch was
+// kept as what is no JSON, which the receiver cannot read. The marker
+// takes the token as JSON reads it, and the kept batch is JSON.
+func TestFeedback_TokenAfterAnEscapedBackslashKeepsTheBatchJSON(t *testing.T) {
+	br := brokertest.New(t, brokertest.Options{})
+	tok := br.AddBox("alpha")
+	br.Report(tok, brokertest.Entry("feedback", "agent"))
+	setConsent(t, br, "alpha", true)
+	tests := []struct {
+		name, written string
+	}{
+		{"one backslash before", `C:\\\u0062` + tok[1:]},
+		{"two backslashes before", `C:\\\\\\\u0062` + tok[1:]},
+		{"its separator escaped too", `C:\\\u0062bx\u005f` + tok[4:]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"entries":[{"note":"` + tt.written + `"}]}`
+			if !json.Valid([]byte(body)) {
+				t.Fatalf("the test is wrong: %s is no JSON", body)
+			}
+			resp := br.Do("POST", "/api/feedback", tok, []byte(body), nil)
+			if resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("POST /api/feedback = %d %s, want 202", resp.StatusCode, resp.Body)
+			}
+			fb := kept(t, br, "alpha")
+			got := fb[len(fb)-1].Body
+			var v struct {
+				Entries []struct{ Note string } `json:"entries"`
+			}
+			if json.Unmarshal(got, &v) != nil || len(v.Entries) != 1 || strings.Contains(v.Entries[0].Note, tok[4:]) {
+				t.Errorf("kept batch = %s, want JSON with the token replaced", got)
+			}
+		})
+	}
+}
