@@ -22,6 +22,17 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
+// consenting is a broker whose box alpha reports feedback with words and
+// whose owner has consented; it returns the broker and alpha's token.
+func consenting(t *testing.T, words ...string) (*brokertest.Broker, string) {
+	t.Helper()
+	br := brokertest.New(t, brokertest.Options{})
+	tok := br.AddBox("alpha")
+	br.Report(tok, brokertest.Entry("feedback", words...))
+	setConsent(t, br, "alpha", true)
+	return br, tok
+}
+
 // setConsent writes a box's consent straight to the store, as
 // `boxbroker box consent` does from another process, and lets the server's
 // cache read the change log.
@@ -65,10 +76,7 @@ type taken struct {
 }
 
 func TestFeedback_Taken(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent", "passive"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent", "passive")
 	tests := []struct {
 		name  string
 		body  string
@@ -213,10 +221,7 @@ func TestFeedback_RefusedByTheDeclaration(t *testing.T) {
 }
 
 func TestFeedback_InvalidBatches(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent", "passive"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent", "passive")
 	tests := []struct {
 		name, body string
 		want       int
@@ -274,10 +279,7 @@ func post(t *testing.T, br *brokertest.Broker, token string, body []byte, chunke
 }
 
 func TestFeedback_SizeBound(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent")
 	tests := []struct {
 		name    string
 		size    int
@@ -310,10 +312,7 @@ func TestFeedback_SizeBound(t *testing.T) {
 // id, and two equal batches of counts are two periods' counts, so a batch
 // sent twice is kept twice, under two ids.
 func TestFeedback_DuplicateBatchesAreKeptTwice(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "passive"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "passive")
 	body := []byte(`{"counts":{"restarts":1}}`)
 	var ids []int64
 	for range 2 {
@@ -333,10 +332,7 @@ func TestFeedback_DuplicateBatchesAreKeptTwice(t *testing.T) {
 }
 
 func TestFeedback_OtherRoutesAreNotServed(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent")
 	tests := []struct {
 		method, path string
 		status       int
@@ -488,10 +484,7 @@ func TestFeedback_EntriesOrCountsInAnotherCaseAreJudgedAsThem(t *testing.T) {
 // kept as what is no JSON, which the receiver cannot read. The marker
 // takes the token as JSON reads it, and the kept batch is JSON.
 func TestFeedback_TokenAfterAnEscapedBackslashKeepsTheBatchJSON(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent")
 	tests := []struct {
 		name, written string
 	}{
