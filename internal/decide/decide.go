@@ -169,6 +169,13 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			paid = next
 		}
 	}
+	if asked > 0 && cloud.Is(paid.Credential) && paid.Failover != nil {
+		// The pool's entry for the box is a cloud account: its next
+		// entry that is not pays.
+		if next, ok := nextAsked(paid.Failover); ok {
+			paid = next
+		}
+	}
 	if asked > 0 && cloud.Is(paid.Credential) {
 		return notOnCloud(paid.Credential)
 	}
