@@ -9,12 +9,12 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/cloud"
+	"github.com/intentius/boxbroker/internal/protocol"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -322,10 +322,20 @@ func (c *Capability) failed(ctx context.Context, q *Question, err error) error {
 	return ce
 }
 
-var errorTypeRE = regexp.MustCompile(`^[a-z_]{1,64}$`)
+// apiErrorTypes are the error types the Anthropic API gives: the only
+// ones a refusal names. An upstream's own type is not quoted, however
+// plain it reads: an upstream (a gateway the operator's key is for) may
+// answer with the credential it was sent as its type, and a key may be
+// written in lower-case letters and "_" as a type is.
+var apiErrorTypes = []string{
+	protocol.TypeInvalid, protocol.TypeAuthn, "billing_error", protocol.TypePermission,
+	protocol.TypeNotFound, protocol.TypeTooLarge, protocol.TypeRateLimit, protocol.TypeAPI,
+	protocol.TypeTimeout, protocol.TypeOverloaded,
+}
 
 // upstreamStatus is the 502 for an upstream's error answer: its status and
-// its error type, never its body, which could say anything.
+// its error type when it is one of the API's, never its body, which could
+// say anything.
 func upstreamStatus(q *Question, status int, raw []byte) error {
 	var e struct {
 		Error struct {
@@ -333,7 +343,7 @@ func upstreamStatus(q *Question, status int, raw []byte) error {
 		} `json:"error"`
 	}
 	what := fmt.Sprintf("%d %s", status, http.StatusText(status))
-	if json.Unmarshal(raw, &e) == nil && errorTypeRE.MatchString(e.Error.Type) {
+	if json.Unmarshal(raw, &e) == nil && slices.Contains(apiErrorTypes, e.Error.Type) {
 		what += " (" + e.Error.Type + ")"
 	}
 	return capability.Refuse(capability.ReasonUpstream, "The %s answered question %s with %s.", upstreamName, short(q.ID), what).WithErr(fmt.Errorf("upstream status %d", status))

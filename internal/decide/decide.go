@@ -169,6 +169,13 @@ func (c *Capability) Serve(w http.ResponseWriter, r *http.Request, call *capabil
 			paid = next
 		}
 	}
+	if asked > 0 && cloud.Is(paid.Credential) && paid.Failover != nil {
+		// The pool's entry for the box is a cloud account: its next
+		// entry that is not pays.
+		if next, ok := nextAsked(paid.Failover); ok {
+			paid = next
+		}
+	}
 	if asked > 0 && cloud.Is(paid.Credential) {
 		return notOnCloud(paid.Credential)
 	}
@@ -209,18 +216,30 @@ func (c *Capability) read(w http.ResponseWriter, r *http.Request) (*Request, err
 	if err != nil {
 		return nil, capability.Refuse(capability.ReasonInvalid, "The decide request could not be read.").WithErr(err)
 	}
-	// No upstream receives a token, even one a box puts in its state:
-	// every token written in the body, plainly or with JSON escapes (and
-	// every grant), is replaced by a marker of its own length.
-	if n := proxy.ScrubTokensInPlace(body); n > 0 {
+	req, n, err := parseScrubbed(body)
+	if n > 0 {
 		c.cfg.Logger.Warn("decide: replaced tokens the box sent in the body", "tokens", n)
 	}
-	req, err := ParseRequest(body, MaxQuestions)
 	var ie *InvalidError
 	if errors.As(err, &ie) {
 		return nil, capability.Refuse(capability.ReasonInvalid, "%s", ie.Message).At(http.StatusUnprocessableEntity)
 	}
 	return req, err
+}
+
+// parseScrubbed reads body, in place, as the request decide asks: no
+// upstream receives a token, even one a box puts in its state, so every
+// token written in it, plainly or escaped (and every grant), is first
+// replaced by a marker of its own length, then the body is parsed. It
+// returns how many tokens it replaced. The meter's estimate reads the
+// request through it too: a token written once plainly and once
+// escaped decodes to one string, and to two markers of different
+// lengths, so what the body reads as before its tokens are replaced
+// (two keys the same) is not what decide asks (two questions).
+func parseScrubbed(body []byte) (*Request, int, error) {
+	n := proxy.ScrubTokensInPlace(body)
+	req, err := ParseRequest(body, MaxQuestions)
+	return req, n, err
 }
 
 // answer asks every question the broker answers, at most Concurrency at

@@ -106,3 +106,35 @@ func TestDecide_CredentialInTheModelsAnswerNeverReachesTheBox(t *testing.T) {
 		})
 	}
 }
+
+// TestDecide_CredentialAsTheUpstreamsErrorTypeNeverReachesTheBox: the
+// operator's key for a gateway (any value `credential set anthropic`
+// takes) written in lower-case letters and "_", as an error type is: the
+// gateway, refusing the question, names that key as its error's type,
+// which the 502 quoted to the box as the upstream's error type. The
+// refusal names an error type only when it is one the Anthropic API
+// gives, never the upstream's own words.
+func TestDecide_CredentialAsTheUpstreamsErrorTypeNeverReachesTheBox(t *testing.T) {
+	const key = "operator_gateway_key_for_the_pool"
+	up := &scripted{}
+	b := brokertest.New(t, brokertest.Options{Anthropic: &brokertest.Recorder{Handler: up}})
+	token := b.AddBox("a")
+	b.SetCredential("anthropic", key)
+	b.Report(token, brokertest.Entry("inference", "decide"))
+	const noul = `{"model":"m","state":{},"questions":{"q":{"type":"noul","instructions":"Is it?","criteria":{}}}}`
+	tests := []struct {
+		name, errType, want string
+	}{
+		{"the credential as the type", key, ""},
+		{"the API's own type", "rate_limit_error", "rate_limit_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up.set(429, `{"type":"error","error":{"type":"`+tt.errType+`","message":"no"}}`)
+			resp := post(b, token, noul)
+			if resp.StatusCode != 502 || strings.Contains(string(resp.Body), key) || !strings.Contains(string(resp.Body), tt.want) {
+				t.Errorf("POST decide, the upstream's error type %q = %d %s, want 502 naming %q and never the credential", tt.errType, resp.StatusCode, resp.Body, tt.want)
+			}
+		})
+	}
+}

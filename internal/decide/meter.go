@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"bytes"
 	"net/http"
 
 	"github.com/intentius/boxbroker/internal/capability"
@@ -19,13 +20,14 @@ func (c *Capability) MeterBody(r *http.Request) (int64, bool) {
 // a choice question's output schema holds a property and a description
 // for each of its options, and its criteria and the state are indented,
 // so a question's body may run to many times the request's bytes. A
-// request whose body was not read whole, or that ParseRequest refuses,
-// asks nothing.
+// request whose body was not read whole, or that decide refuses once its
+// tokens are replaced (parseScrubbed), asks nothing.
 func (c *Capability) Estimate(_ *http.Request, body []byte) capability.Estimate {
 	if body == nil {
 		return capability.Estimate{}
 	}
-	req, err := ParseRequest(body, MaxQuestions)
+	// The request decide asks, read from a copy: the body goes on.
+	req, _, err := parseScrubbed(bytes.Clone(body))
 	if err != nil {
 		return capability.Estimate{}
 	}

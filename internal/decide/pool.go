@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/intentius/boxbroker/internal/capability"
+	"github.com/intentius/boxbroker/internal/cloud"
 	"github.com/intentius/boxbroker/internal/proxy"
 )
 
@@ -58,7 +59,7 @@ func (p *paying) again(entry string, status int, h http.Header, body []byte) boo
 	if !fo.Answered(status, h, body) {
 		return false
 	}
-	next, ok := fo.Next()
+	next, ok := nextAsked(fo)
 	if !ok {
 		return false
 	}
@@ -66,6 +67,18 @@ func (p *paying) again(entry string, status int, h http.Header, body []byte) boo
 	p.earlier = append(p.earlier, p.paid.Credential)
 	p.paid = next
 	return true
+}
+
+// nextAsked is the pool's next entry decide may ask on: a cloud account
+// (Amazon Bedrock, Google Vertex AI) is never sent to the Anthropic API,
+// so it is passed over, not failed over onto.
+func nextAsked(fo capability.Failover) (capability.Paid, bool) {
+	for {
+		next, ok := fo.Next()
+		if !ok || !cloud.Is(next.Credential) {
+			return next, ok
+		}
+	}
 }
 
 // mask returns the model's text with every credential the request was

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -89,5 +90,66 @@ func TestProxy_TunnelRequestCannotNameAnotherHost(t *testing.T) {
 	}
 	if strings.Contains(f.up.all(), f.token) {
 		t.Errorf("the secret's host received the box's token")
+	}
+}
+
+// TestProxy_H2StreamCannotNameAnotherHost: on one HTTP/2 connection in a
+// tunnel opened to the secret's host, a client coalesces a stream for
+// another host (its :authority the passthrough host's, or the tunnel's
+// host with a host header naming the other), beside a stream for the
+// tunnel's own host. Each stream is judged by its own authority: the
+// other host's is refused, nothing reaches it, and the value goes to the
+// secret's host alone.
+func TestProxy_H2StreamCannotNameAnotherHost(t *testing.T) {
+	f := newFixture(t)
+	var protos http.Protocols
+	protos.SetHTTP2(true)
+	via := *f.proxy
+	via.User = url.UserPassword("box", f.token)
+	tr := &http.Transport{Proxy: http.ProxyURL(&via), Protocols: &protos, TLSClientConfig: &tls.Config{ServerName: "example.com", RootCAs: f.caPool}}
+	t.Cleanup(tr.CloseIdleConnections)
+	cc, err := tr.NewClientConn(t.Context(), "https", f.host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	tests := []struct {
+		name, authority, host string
+		ok                    bool
+	}{
+		{"the tunnel's host", f.host, "", true},
+		{"another :authority", f.passHost, "", false},
+		{"a host header beside the authority", f.host, f.passHost, true},
+		{"the tunnel's host again", f.host, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", "https://"+tt.authority+"/v1/x", nil)
+			req.Header.Set("Authorization", "Bearer "+f.token)
+			if tt.host != "" {
+				req.Header["Host"] = []string{tt.host}
+			}
+			resp, err := cc.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 {
+				t.Fatalf("GET :authority %s went as %s, want HTTP/2", tt.authority, resp.Proto)
+			}
+			if strings.Contains(string(body), secretValue) || strings.Contains(string(body), "passthrough host, its own") {
+				t.Errorf("GET :authority %s = %d, the answer holds the value or comes from the passthrough host: %s", tt.authority, resp.StatusCode, body)
+			}
+			if got := resp.StatusCode == http.StatusOK; got != tt.ok {
+				t.Errorf("GET :authority %s (host %q) = %d %s, want 200: %v", tt.authority, tt.host, resp.StatusCode, body, tt.ok)
+			}
+		})
+	}
+	if strings.Contains(f.up.all(), f.token) {
+		t.Errorf("the secret's host received the box's token")
+	}
+	if n := f.dials.count(f.passHost); n != 0 {
+		t.Errorf("the proxy dialled the passthrough host %d times, want none", n)
 	}
 }

@@ -22,6 +22,17 @@ import (
 	"github.com/intentius/boxbroker/internal/token"
 )
 
+// consenting is a broker whose box alpha reports feedback with words and
+// whose owner has consented; it returns the broker and alpha's token.
+func consenting(t *testing.T, words ...string) (*brokertest.Broker, string) {
+	t.Helper()
+	br := brokertest.New(t, brokertest.Options{})
+	tok := br.AddBox("alpha")
+	br.Report(tok, brokertest.Entry("feedback", words...))
+	setConsent(t, br, "alpha", true)
+	return br, tok
+}
+
 // setConsent writes a box's consent straight to the store, as
 // `boxbroker box consent` does from another process, and lets the server's
 // cache read the change log.
@@ -65,10 +76,7 @@ type taken struct {
 }
 
 func TestFeedback_Taken(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent", "passive"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent", "passive")
 	tests := []struct {
 		name  string
 		body  string
@@ -213,10 +221,7 @@ func TestFeedback_RefusedByTheDeclaration(t *testing.T) {
 }
 
 func TestFeedback_InvalidBatches(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent", "passive"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent", "passive")
 	tests := []struct {
 		name, body string
 		want       int
@@ -274,10 +279,7 @@ func post(t *testing.T, br *brokertest.Broker, token string, body []byte, chunke
 }
 
 func TestFeedback_SizeBound(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent")
 	tests := []struct {
 		name    string
 		size    int
@@ -310,10 +312,7 @@ func TestFeedback_SizeBound(t *testing.T) {
 // id, and two equal batches of counts are two periods' counts, so a batch
 // sent twice is kept twice, under two ids.
 func TestFeedback_DuplicateBatchesAreKeptTwice(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "passive"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "passive")
 	body := []byte(`{"counts":{"restarts":1}}`)
 	var ids []int64
 	for range 2 {
@@ -333,10 +332,7 @@ func TestFeedback_DuplicateBatchesAreKeptTwice(t *testing.T) {
 }
 
 func TestFeedback_OtherRoutesAreNotServed(t *testing.T) {
-	br := brokertest.New(t, brokertest.Options{})
-	tok := br.AddBox("alpha")
-	br.Report(tok, brokertest.Entry("feedback", "agent"))
-	setConsent(t, br, "alpha", true)
+	br, tok := consenting(t, "agent")
 	tests := []struct {
 		method, path string
 		status       int
@@ -476,5 +472,44 @@ func TestFeedback_EntriesOrCountsInAnotherCaseAreJudgedAsThem(t *testing.T) {
 		if fb := kept(t, br, name); len(fb) != 0 {
 			t.Errorf("ListFeedback(%s) = %d batches after refusals, want 0", name, len(fb))
 		}
+	}
+}
+
+// TestFeedback_TokenAfterAnEscapedBackslashKeepsTheBatchJSON: a batch
+// whose text holds a backslash and then a token with its first letter
+// JSON-escaped (`\\\u0062bx_…`, a path on Windows written by an encoder
+// that escapes letters). The token's replacement began at the backslash
+// that closes the escaped backslash, as if the token were escaped twice,
+// and left the one before it to escape the marker's "[": the batch was
+// kept as what is no JSON, which the receiver cannot read. The marker
+// takes the token as JSON reads it, and the kept batch is JSON.
+func TestFeedback_TokenAfterAnEscapedBackslashKeepsTheBatchJSON(t *testing.T) {
+	br, tok := consenting(t, "agent")
+	tests := []struct {
+		name, written string
+	}{
+		{"one backslash before", `C:\\\u0062` + tok[1:]},
+		{"two backslashes before", `C:\\\\\\\u0062` + tok[1:]},
+		{"its separator escaped too", `C:\\\u0062bx\u005f` + tok[4:]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"entries":[{"note":"` + tt.written + `"}]}`
+			if !json.Valid([]byte(body)) {
+				t.Fatalf("the test is wrong: %s is no JSON", body)
+			}
+			resp := br.Do("POST", "/api/feedback", tok, []byte(body), nil)
+			if resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("POST /api/feedback = %d %s, want 202", resp.StatusCode, resp.Body)
+			}
+			fb := kept(t, br, "alpha")
+			got := fb[len(fb)-1].Body
+			var v struct {
+				Entries []struct{ Note string } `json:"entries"`
+			}
+			if json.Unmarshal(got, &v) != nil || len(v.Entries) != 1 || strings.Contains(v.Entries[0].Note, tok[4:]) {
+				t.Errorf("kept batch = %s, want JSON with the token replaced", got)
+			}
+		})
 	}
 }

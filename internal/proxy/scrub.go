@@ -126,7 +126,11 @@ func nextEscapedSeparator(b []byte, p int) (start, end int) {
 
 // escapedBefore returns where c begins when it is written escaped, once
 // or twice, right before b[end], the escape beginning at or after from;
-// -1 when it is not. Of several, the longest.
+// -1 when it is not. Of several, the longest that does not begin with a
+// backslash an odd run of backslashes ends before: that one closes an
+// escaped backslash (`\\\u0062` is "\\" and "\u0062" to a JSON
+// reader), and an escape begun there would leave the backslash before
+// it to escape what replaces the token, which no JSON reader takes.
 func escapedBefore(b []byte, end int, c byte) int {
 	// An escape of c ends with c's last hex digit or a reference's ";",
 	// and begins with one of escapedWays' first bytes.
@@ -134,7 +138,7 @@ func escapedBefore(b []byte, end int, c byte) int {
 		return -1
 	}
 	for k := min(end, escapedSpan); k > 1; k-- {
-		if !intro[b[end-k]] {
+		if !intro[b[end-k]] || b[end-k] == '\\' && oddBackslashesBefore(b, end-k) {
 			continue
 		}
 		if w := tokenCharAt(b[:end], end-k); int(w.n) == k && w.b[0] == c {
@@ -142,6 +146,17 @@ func escapedBefore(b []byte, end int, c byte) int {
 		}
 	}
 	return -1
+}
+
+// oddBackslashesBefore reports whether an odd run of backslashes ends
+// right before b[i].
+func oddBackslashesBefore(b []byte, i int) bool {
+	n := 0
+	for i > 0 && b[i-1] == '\\' {
+		n++
+		i--
+	}
+	return n%2 == 1
 }
 
 // mayBeSeparator is a quick test that b[sep:body], a "_", cannot be a

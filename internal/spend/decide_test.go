@@ -89,3 +89,37 @@ func TestBudget_DecideBoundsTheBodiesItWrites(t *testing.T) {
 		t.Errorf("decide within a budget of its question's bound %d = %d; spent %d, want 200 and within", limit, resp.StatusCode, spent)
 	}
 }
+
+// TestBudget_DecideKeysOneOnlyOnceScrubbedAreMetered: a box names two of
+// its questions by one token-shaped key, written once plainly and once
+// with its "_" escaped (`bbx\u005f…`), which decode to the same key: a
+// request the meter, reading the body as sent, refused as a key given
+// twice and so reserved nothing for. Decide replaces each token by a
+// marker of its own length before it reads the request, and the two
+// markers differ: the request was asked, on the payer's credential, with
+// no reservation against the box's budget and no charge after. The meter
+// reads the request decide reads: the call is refused by the budget,
+// nothing asked.
+func TestBudget_DecideKeysOneOnlyOnceScrubbedAreMetered(t *testing.T) {
+	var calls atomic.Int64
+	b, token := newBroker(t, brokertest.Options{Anthropic: usageStandIn(&calls, 100, 10)})
+	setBudget(t, b.Server.Store, 1)
+	key := "bbx_" + strings.Repeat("A", 43)
+	escaped := strings.Replace(key, "_", `\u005f`, 1)
+	q := `{"type":"noul","instructions":"Is it?","criteria":{}}`
+	tests := []struct {
+		name, body string
+	}{
+		{"one question", `{"model":"claude-haiku-4-5","state":{},"questions":{"q":` + q + `}}`},
+		{"a key twice until scrubbed", `{"model":"claude-haiku-4-5","state":{},"questions":{"` + key + `":` + q + `,"` + escaped + `":` + q + `}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := calls.Load()
+			resp := b.Do("POST", "/decide/v1/systemone", token, []byte(tt.body), http.Header{"Content-Type": {"application/json"}})
+			if resp.StatusCode == 200 || calls.Load() != before {
+				t.Errorf("POST decide past a budget of 1 = %d (%d calls upstream), want refused, nothing asked: %s", resp.StatusCode, calls.Load()-before, resp.Body)
+			}
+		})
+	}
+}
