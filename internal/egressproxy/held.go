@@ -169,9 +169,9 @@ func every(ctx context.Context, d time.Duration, f func()) {
 
 // recheck judges every open tunnel again, once for each box token and
 // target (through the cache, and one listing of the box's secrets), and
-// closes those whose CONNECT would now be refused. A store that cannot
-// be read closes nothing: the tunnels are judged again at the next
-// tick.
+// closes those whose CONNECT would now be refused. A group whose store
+// cannot be read closes nothing (its tunnels are judged again at the
+// next tick) and keeps no other group from being judged.
 func (p *Proxy) recheck(ctx context.Context) {
 	type key struct {
 		token string
@@ -191,8 +191,8 @@ func (p *Proxy) recheck(ctx context.Context) {
 		_, pass, err := p.judge(ctx, k.token, k.from, k.to, false)
 		var e *capability.Error
 		if err != nil && (!errors.As(err, &e) || e.Status == http.StatusServiceUnavailable) {
-			p.log.Warn("proxy: judge open tunnels again", "err", err)
-			return
+			p.log.Warn("proxy: judge open tunnels again", "box", hs[0].t.box, "addr", k.to.addr(), "err", err)
+			continue
 		}
 		if e == nil && pass == hs[0].pass {
 			continue
