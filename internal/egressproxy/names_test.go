@@ -62,4 +62,3 @@ func TestProxy_SecretPinnedLaterIsUsableInAnOpenTunnel(t *testing.T) {
 		t.Errorf("the secret's host saw:\n%s\nwant /v2/items with the later secret's value", seen)
 	}
 }
-
