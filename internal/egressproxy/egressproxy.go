@@ -237,7 +237,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.inner = p.server(http.HandlerFunc(p.serveTunnel))
 	p.inner.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if h, ok := p.tunnels.Load(c); ok {
-			return context.WithValue(ctx, tunnelKey{}, h.(*held).t)
+			return context.WithValue(ctx, tunnelKey{}, h.(*held))
 		}
 		return ctx
 	}
@@ -474,11 +474,12 @@ func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // serveTunnel serves one request of an intercepted tunnel.
 func (p *Proxy) serveTunnel(w http.ResponseWriter, r *http.Request) {
-	t, _ := r.Context().Value(tunnelKey{}).(*tunnel)
-	if t == nil {
+	h, _ := r.Context().Value(tunnelKey{}).(*held)
+	if h == nil {
 		p.refuse(w, r, nil, capability.Refuse(capability.ReasonInternal, "The proxy lost this tunnel."), p.cfg.Now(), RouteTunnel)
 		return
 	}
+	t := h.tunnel()
 	if !sameHost(r.Host, t.to) {
 		p.refuse(w, r, t, capability.Refuse(capability.ReasonHost, "This tunnel was opened to %s; the proxy serves in it only requests for that host, and this request names a Host other than the tunnel's.", t.to.addr()),
 			p.cfg.Now(), RouteTunnel)

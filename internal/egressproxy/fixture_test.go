@@ -35,6 +35,7 @@ const secretValue = "sv_proxy_SECRET_value_0123456789"
 type fixture struct {
 	b     *brokertest.Broker
 	proxy *url.URL // http://<addr>, no credentials
+	p     *egressproxy.Proxy
 	token string
 	// host is the secret's host:port (example.com:<port>), and passHost
 	// the passthrough host's (127.0.0.1:<port>).
@@ -217,6 +218,7 @@ func newFixtureProxy(t testing.TB, git http.Handler, cfg func(*server.Config), p
 	go func() { p.Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	f.proxy = &url.URL{Scheme: "http", Host: ln.Addr().String()}
+	f.p = p
 
 	f.caPool = x509.NewCertPool()
 	f.caPool.AppendCertsFromPEM(ca.CertPEM())

@@ -71,6 +71,26 @@ type held struct {
 	mu     sync.Mutex
 	conns  []net.Conn // guarded by mu: what closing the tunnel closes
 	closed string     // guarded by mu: why the proxy closed it; "" while open
+	names  []string   // guarded by mu: the secrets it reaches, as last judged
+}
+
+// tunnel is h's tunnel with the declared secrets pinned to its target
+// as the last judgement of it found them: a secret pinned there and
+// declared after the CONNECT is used in it from the next re-check on.
+// (One taken away is refused at once: forward reads each again.)
+func (h *held) tunnel() *tunnel {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := *h.t
+	t.names = h.names
+	return &t
+}
+
+// rejudged keeps names, the secrets the re-check found h reaches.
+func (h *held) rejudged(names []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.names = names
 }
 
 // attach adds conns to what closing h closes; when h is closed already
@@ -124,7 +144,7 @@ func (p *Proxy) hold(t *tunnel, pass bool) (*held, error) {
 		set = map[*held]struct{}{}
 		p.open[t.box] = set
 	}
-	h := &held{t: t, pass: pass}
+	h := &held{t: t, pass: pass, names: t.names}
 	set[h] = struct{}{}
 	return h, nil
 }
@@ -169,9 +189,10 @@ func every(ctx context.Context, d time.Duration, f func()) {
 
 // recheck judges every open tunnel again, once for each box token and
 // target (through the cache, and one listing of the box's secrets), and
-// closes those whose CONNECT would now be refused. A store that cannot
-// be read closes nothing: the tunnels are judged again at the next
-// tick.
+// closes those whose CONNECT would now be refused; those it keeps open
+// reach the secrets it finds pinned to their target now. A group whose store
+// cannot be read closes nothing (its tunnels are judged again at the
+// next tick) and keeps no other group from being judged.
 func (p *Proxy) recheck(ctx context.Context) {
 	type key struct {
 		token string
@@ -188,13 +209,16 @@ func (p *Proxy) recheck(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	for k, hs := range groups {
-		_, pass, err := p.judge(ctx, k.token, k.from, k.to, false)
+		t, pass, err := p.judge(ctx, k.token, k.from, k.to, false)
 		var e *capability.Error
 		if err != nil && (!errors.As(err, &e) || e.Status == http.StatusServiceUnavailable) {
-			p.log.Warn("proxy: judge open tunnels again", "err", err)
-			return
+			p.log.Warn("proxy: judge open tunnels again", "box", hs[0].t.box, "addr", k.to.addr(), "err", err)
+			continue
 		}
 		if e == nil && pass == hs[0].pass {
+			for _, h := range hs {
+				h.rejudged(t.names)
+			}
 			continue
 		}
 		why, reason := "its box may no longer reach "+k.to.addr(), "rule"

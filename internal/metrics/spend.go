@@ -9,8 +9,8 @@ import (
 
 // MaxModels bounds the distinct values of the model label of
 // boxbroker_spend_usd_total and boxbroker_tokens_total: the first
-// MaxModels models seen are counted under their own names, every later
-// one under OtherModel.
+// MaxModels models an upstream's answer named are counted under their
+// own names, every other one under OtherModel (see Usage).
 const MaxModels = 100
 
 // Model label values besides a model's own name.
@@ -119,14 +119,19 @@ func (m *Metrics) UnpricedCall(model, pricedAs, match string, answered bool) {
 // Usage counts the model calls of one settled request made with model
 // and paid by a payer of kind payer: costMicros micro-dollars measured,
 // and the tokens of each kind the answers reported. model is bounded
-// (see MaxModels, OtherModel); a payer kind other than shared, owner or
-// visitor is counted as "other".
-func (m *Metrics) Usage(model, payer string, costMicros, input, output, cacheRead, cacheWrite int64) {
+// (see MaxModels, OtherModel): answered says an upstream's answer named
+// it, and only such a model takes one of the MaxModels named places, so
+// that a box naming a new model on each call whose answer named none
+// the broker read (cut off, or encoded) cannot take them all and leave
+// the models it is really answered by counted as "other". A model named
+// already is counted by its name however its call was read. A payer
+// kind other than shared, owner or visitor is counted as "other".
+func (m *Metrics) Usage(model, payer string, answered bool, costMicros, input, output, cacheRead, cacheWrite int64) {
 	if m == nil {
 		return
 	}
 	s := m.spend
-	model = s.modelLabel(model)
+	model = s.modelLabel(model, answered)
 	if !payerKinds[payer] {
 		payer = "other"
 	}
@@ -146,15 +151,16 @@ func (m *Metrics) Usage(model, payer string, costMicros, input, output, cacheRea
 }
 
 // modelLabel is model's label: itself when it reads as a model ID and is
-// one of the first MaxModels seen, else OtherModel (UnknownModel for "").
-func (s *spendMetrics) modelLabel(model string) string {
+// named (one of the first MaxModels an answer named: answered), else
+// OtherModel (UnknownModel for "").
+func (s *spendMetrics) modelLabel(model string, answered bool) string {
 	if model == "" {
 		return UnknownModel
 	}
 	if !modelID(model) {
 		return OtherModel
 	}
-	return s.models.label(model, true)
+	return s.models.label(model, answered)
 }
 
 // modelID reports whether s reads as a model ID, as Anthropic, Bedrock

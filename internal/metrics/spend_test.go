@@ -17,12 +17,12 @@ import (
 func TestMetrics_ModelLabelIsBounded(t *testing.T) {
 	m := metrics.New()
 	for i := 0; i < metrics.MaxModels+20; i++ {
-		m.Usage(fmt.Sprintf("claude-model-%d", i), "shared", 1_000_000, 10, 5, 0, 0)
+		m.Usage(fmt.Sprintf("claude-model-%d", i), "shared", true, 1_000_000, 10, 5, 0, 0)
 	}
 	const tok = "bbx_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
-	m.Usage(tok, "owner", 1000, 1, 1, 1, 1)
-	m.Usage(strings.Repeat("a", 65), "visitor", 0, 1, 0, 0, 0)
-	m.Usage("", "who-knows", 0, 1, 0, 0, 0)
+	m.Usage(tok, "owner", true, 1000, 1, 1, 1, 1)
+	m.Usage(strings.Repeat("a", 65), "visitor", true, 0, 1, 0, 0, 0)
+	m.Usage("", "who-knows", false, 0, 1, 0, 0, 0)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -88,5 +88,37 @@ func TestMetrics_UnpricedModelSlotsAreTakenOnlyByAnsweredModels(t *testing.T) {
 	}
 	if strings.Contains(text, "claude-junk-") || strings.Contains(text, "bbx_") {
 		t.Errorf("/metrics names a model no answer named, or a token, in boxbroker_unpriced_calls_total")
+	}
+}
+
+// TestMetrics_UsageModelSlotsAreTakenOnlyByAnsweredModels: a box naming
+// a new junk model on each call whose answer named none the broker read
+// (cut off, or encoded), so that the request's model stands for it,
+// would take the MaxModels named places of boxbroker_spend_usd_total and
+// boxbroker_tokens_total, and the model its calls are really answered by
+// would be counted as "other" from then on. Such names are "other" and
+// take no place; one an answer named is counted by its name, and so are
+// its later calls however they were read.
+func TestMetrics_UsageModelSlotsAreTakenOnlyByAnsweredModels(t *testing.T) {
+	m := metrics.New()
+	for i := range metrics.MaxModels + 5 {
+		m.Usage(fmt.Sprintf("claude-junk-%d", i), "shared", false, 0, 1, 0, 0, 0)
+	}
+	m.Usage("claude-sonnet-4-5", "shared", true, 0, 10, 0, 0, 0)
+	m.Usage("claude-sonnet-4-5", "shared", false, 0, 10, 0, 0, 0)
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	text := rec.Body.String()
+	for _, want := range []string{
+		`boxbroker_tokens_total{kind="input",model="claude-sonnet-4-5",payer="shared"} 20`,
+		fmt.Sprintf(`boxbroker_tokens_total{kind="input",model="other",payer="shared"} %d`, metrics.MaxModels+5),
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(text, "claude-junk-") {
+		t.Errorf("/metrics names a model no answer named in boxbroker_tokens_total or boxbroker_spend_usd_total")
 	}
 }

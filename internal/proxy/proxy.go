@@ -322,7 +322,11 @@ func LogCut(log *slog.Logger, err error, prefix string, args ...any) bool {
 }
 
 // Classify is the refusal for an upstream transport error, with a
-// message that is safe to show (what names the upstream): a 504 kept
+// message that is safe to show (what names the upstream). A refusal the
+// broker made already (a *capability.Error in err's chain, such as
+// decide's for a payer's credential the upstream is never sent) is kept
+// as made, its status, type, reason and message (a copy, which the
+// caller may add to). Otherwise: a 504 kept
 // under capability.ReasonUpstreamFailed when the upstream did not answer
 // in time, a 502 under capability.ReasonUpstream for an answer the
 // broker cannot read, and a 502 under capability.ReasonUpstreamFailed
@@ -335,6 +339,9 @@ func Classify(err error, what string) *capability.Error {
 		ce *capability.Error
 	)
 	switch {
+	case errors.As(err, &ce):
+		kept := *ce
+		return &kept
 	case errors.As(err, &ee):
 		ce = capability.Refuse(capability.ReasonUpstream, "The %s answered %s, which the broker cannot read to keep its credentials out, so the answer was withheld.", what, ee.Why)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):

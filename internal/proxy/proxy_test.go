@@ -3,14 +3,17 @@ package proxy
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/capability"
 	"github.com/intentius/boxbroker/internal/quiet"
 )
 
@@ -134,5 +137,30 @@ func TestMasked_KeepsLength(t *testing.T) {
 	want := `key ******** and "*************" and **************`
 	if got != want || n != 3 {
 		t.Errorf("RedactString(%q) = %q (%d), want %q (3)", in, got, n, want)
+	}
+}
+
+// TestClassify_BrokersRefusalIsKept: a refusal the broker made beneath a
+// transport (decide's payer a cloud account, 400 not_supported), wrapped
+// on its way up, was answered as the upstream's failure: 502
+// "could not be reached", counted under upstream_failed. It is answered
+// as made, and the caller's additions to it do not reach the original.
+func TestClassify_BrokersRefusalIsKept(t *testing.T) {
+	made := capability.Refuse(capability.ReasonNotSupported, "decide is not available while this box's model calls are paid through Amazon Bedrock.").At(http.StatusBadRequest)
+	err := fmt.Errorf("pool entry bedrock: %w", made)
+	got := Classify(err, "Anthropic API")
+	if got.Status != http.StatusBadRequest || got.Reason != capability.ReasonNotSupported || got.Message != made.Message {
+		t.Errorf("Classify(%q) = %d %s %q, want %d %s %q", err, got.Status, got.Reason, got.Message, http.StatusBadRequest, capability.ReasonNotSupported, made.Message)
+	}
+	got.Message += " Question q has no answer."
+	if strings.Contains(made.Message, "Question") {
+		t.Errorf("the caller's addition reached the refusal made: %q", made.Message)
+	}
+
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/v1/messages", nil)
+	ErrorHandler(slog.New(slog.DiscardHandler), "Anthropic API")(w, r, err)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "Amazon Bedrock") || strings.Contains(w.Body.String(), "could not be reached") {
+		t.Errorf("ErrorHandler(%q) = %d %s, want 400 with the refusal's message", err, w.Code, w.Body)
 	}
 }

@@ -3,6 +3,7 @@ package spend
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,7 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 	}
 	tk.mu.Unlock()
 	var rows []store.Usage
+	var answeredModels []string // the models of rows an answer named
 	var cache []store.CacheUsage
 	hour := m.cfg.Now().UTC().Truncate(time.Hour)
 	var cost, charged int64
@@ -138,11 +140,14 @@ func (m *Meter) settle(ctx context.Context, s settlement, tk *ticket) {
 			exact = false
 		}
 		rows = store.Merge(rows, u, func(r *store.Usage) bool { return r.Model == model })
+		if answered && !slices.Contains(answeredModels, model) {
+			answeredModels = append(answeredModels, model)
+		}
 	}
 	// The request's log line and audit row show the measured cost,
 	// priced here once.
 	proxy.TraceFrom(ctx).AddCost(cost)
-	m.count(ctx, s.payer, rows)
+	m.count(ctx, s.payer, rows, answeredModels)
 	charge := charged
 	if !exact {
 		m.estimateLate(&s)
