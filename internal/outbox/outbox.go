@@ -123,6 +123,10 @@ type Outbox struct {
 	// seqs are the journal's numbers of the calls in each pending
 	// settlement.
 	seqs map[batchKey][]uint64
+	// flushing is held by a Flush from taking the pending batch until
+	// it is settled, so that a Flush returns only once the calls a
+	// concurrent one took are settled too.
+	flushing sync.Mutex
 }
 
 // Open opens the spool and the journal in cfg.Dir, handing what an

@@ -131,8 +131,11 @@ func (o *Outbox) RunBatches(ctx context.Context) {
 
 // Flush settles every queued call now: one store transaction per box,
 // principal and month. A settlement the store refuses is logged, as one
-// call's is.
+// call's is. It returns once every call queued before it is settled,
+// those a concurrent Flush (RunBatches') took as well.
 func (o *Outbox) Flush(ctx context.Context) {
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
 	o.mu.Lock()
 	var batch map[batchKey]*store.Settlement
 	var seqs map[batchKey][]uint64

@@ -212,3 +212,53 @@ func TestQueue_HeldPastStopIsSettledAtOnce(t *testing.T) {
 		t.Errorf("journal holds %d records once the settlement is done, want 0", n)
 	}
 }
+
+// heldStore is a settleStore whose first ApplySpooled tells entered and
+// waits for release before it applies.
+type heldStore struct {
+	settleStore
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (s *heldStore) ApplySpooled(ctx context.Context, key string, settle []store.Settlement, audit []store.AuditEntry) (bool, error) {
+	s.once.Do(func() { close(s.entered); <-s.release })
+	return s.settleStore.ApplySpooled(ctx, key, settle, audit)
+}
+
+// TestFlush_WaitsForTheBatchAConcurrentFlushTook: a Flush made while
+// RunBatches' own is settling the calls it took returns only once they
+// are settled, so that what a caller reads after Flush holds every call
+// queued before it (a test reading usage right after Flush read none,
+// while the batch's tick had taken the call).
+func TestFlush_WaitsForTheBatchAConcurrentFlushTook(t *testing.T) {
+	st := &heldStore{entered: make(chan struct{}), release: make(chan struct{})}
+	o, err := Open(Config{Dir: t.TempDir(), Store: st, BatchEvery: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	o.batching.Store(true)
+	if !o.QueueCall(context.Background(), usage("salad", "m", 1, 1, 1, 10)) {
+		t.Fatal("QueueCall = false while batching")
+	}
+	first := make(chan struct{})
+	go func() { o.Flush(context.Background()); close(first) }()
+	<-st.entered // the first Flush took the batch and is settling it
+	returned := make(chan []store.Settlement, 1)
+	go func() { o.Flush(context.Background()); returned <- st.settled() }()
+	// The batch is released once the second Flush returned, or after a
+	// while: a Flush that waits for it returns only then.
+	var got []store.Settlement
+	select {
+	case got = <-returned:
+		close(st.release)
+	case <-time.After(100 * time.Millisecond):
+		close(st.release)
+		got = <-returned
+	}
+	<-first
+	if len(got) != 1 || got[0].Box != "salad" || got[0].Charge != 10 {
+		t.Fatalf("settled as the second Flush returned = %+v, want salad's settlement of 10", got)
+	}
+}

@@ -197,14 +197,26 @@ func TestPool_ProbesOfAKeyAreOneAtATime(t *testing.T) {
 		}
 	}}
 	b := brokertest.New(t, brokertest.Options{Anthropic: up, ServerOptions: func(o *server.Options) { o.PoolNow = clk.Now }})
+	// The probe is let go, and the first call waited for, before the
+	// broker and the upstream stop (cleanups run last first), also when
+	// the test fails before it lets it go: an upstream's Close waits for
+	// the probe its handler holds.
+	var released sync.Once
+	let := func() { released.Do(func() { close(release) }) }
+	var first sync.WaitGroup
+	t.Cleanup(func() { let(); first.Wait() })
 	b.SetCredential(pool.SharedID, keys[pool.Default])
 	setEntry(t, b, "second", 1)
 	setEntry(t, b, "third", 1)
 	up.setAt(a, "/v1/messages", &answer{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"not for this key"}}`})
 	mallory := box(t, b, "mallory")
-	done := make(chan brokertest.Response)
-	go func() { done <- messages(t, b, mallory, []byte(msgBody)) }()
-	<-started
+	done := make(chan brokertest.Response, 1)
+	first.Go(func() { done <- messages(t, b, mallory, []byte(msgBody)) })
+	select {
+	case <-started:
+	case resp := <-done:
+		t.Fatalf("the first call ended with no probe begun: %d %s", resp.StatusCode, resp.Body)
+	}
 	clk.Advance(2 * pool.ProbeEvery) // past the interval: only the probe under way holds the others back
 	for i := 0; i < 5; i++ {
 		if resp := messages(t, b, mallory, []byte(msgBody)); resp.StatusCode != 200 {
@@ -214,7 +226,7 @@ func TestPool_ProbesOfAKeyAreOneAtATime(t *testing.T) {
 	// Back to the first call's time, so that it has time left to fail
 	// over once its probe ends.
 	clk.Advance(-2 * pool.ProbeEvery)
-	close(release)
+	let()
 	if resp := <-done; resp.StatusCode != 200 {
 		t.Errorf("the call that began the probe: %d %s", resp.StatusCode, resp.Body)
 	}
