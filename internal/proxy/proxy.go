@@ -278,7 +278,9 @@ func Target(out *http.Request, base *url.URL, path, rawQuery string) {
 }
 
 // ErrorHandler returns a Forwarder's ErrorHandler that logs err and
-// answers a refusal: 504 when the upstream timed out, 502 otherwise. The
+// answers a refusal: 504 when the upstream timed out, 502 otherwise, or
+// the refusal the broker made beneath the transport, logged as the
+// broker's ("proxy: refused by the broker"), not as the upstream's. The
 // box never sees err's text. what names the upstream in the message; the
 // log line names the credential pool's entry too, when the request's
 // context notes one (WithEntry), so that an operator can tell which
@@ -299,7 +301,13 @@ func ErrorHandler(log *slog.Logger, what string) func(http.ResponseWriter, *http
 		if e := EntryFrom(r.Context()); e != "" {
 			args = append(args, "entry", e)
 		}
-		log.Log(r.Context(), ce.LogLevel(), "proxy: upstream failed", append(args, "status", ce.Status, "err", err)...)
+		msg := "proxy: upstream failed"
+		if made := (*capability.Error)(nil); errors.As(err, &made) {
+			// A refusal the broker made beneath the transport (Classify
+			// keeps it): no upstream failed.
+			msg = "proxy: refused by the broker"
+		}
+		log.Log(r.Context(), ce.LogLevel(), msg, append(args, "status", ce.Status, "err", err)...)
 		TraceFrom(r.Context()).Refuse(ce.Reason)
 		ce.Write(w)
 	}

@@ -159,8 +159,14 @@ func TestClassify_BrokersRefusalIsKept(t *testing.T) {
 
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/v1/messages", nil)
-	ErrorHandler(slog.New(slog.DiscardHandler), "Anthropic API")(w, r, err)
+	var logs strings.Builder
+	ErrorHandler(slog.New(slog.NewTextHandler(&logs, nil)), "Anthropic API")(w, r, err)
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "Amazon Bedrock") || strings.Contains(w.Body.String(), "could not be reached") {
 		t.Errorf("ErrorHandler(%q) = %d %s, want 400 with the refusal's message", err, w.Code, w.Body)
+	}
+	// The log says the broker refused, not that the upstream failed: an
+	// operator reading it looks for no fault in the upstream.
+	if !strings.Contains(logs.String(), "proxy: refused by the broker") || strings.Contains(logs.String(), "upstream failed") {
+		t.Errorf("ErrorHandler(%q) logged %q, want the broker's refusal, not an upstream's failure", err, logs.String())
 	}
 }
