@@ -329,27 +329,16 @@ const maxTokenAnswer = 64 << 10
 
 // httpClient is the http.Client the token source and STS use: the
 // Client's transport, no redirect, a bound on time, and each answer's
-// body read to maxTokenAnswer at most (tokenAnswers).
+// body read to maxTokenAnswer at most (quiet.Bodies): the AWS SDK reads
+// STS's answer whole before it decodes it, so an endpoint answering
+// without end would have the broker hold all it sent within the fetch's
+// time.
 func (cl *Client) httpClient() *http.Client {
 	return &http.Client{
-		Transport:     tokenAnswers{cl.transport()},
+		Transport:     quiet.Bodies(cl.transport(), maxTokenAnswer),
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-// tokenAnswers is a transport whose answers' bodies fail once read past
-// maxTokenAnswer: the AWS SDK reads STS's answer whole before it decodes
-// it, so an endpoint answering without end would have the broker hold
-// all it sent within the fetch's time.
-type tokenAnswers struct{ next http.RoundTripper }
-
-func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err == nil && resp.Body != nil {
-		resp.Body = http.MaxBytesReader(nil, resp.Body, maxTokenAnswer)
-	}
-	return resp, err
 }
 
 // send makes the call to model at u for betas, without them when the

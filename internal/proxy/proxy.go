@@ -56,8 +56,9 @@ type TransportOptions struct {
 
 // MaxResponseHeaderBytes is the default bound on an upstream answer's
 // header: an upstream that sends more (an endless header line, say) is
-// cut off, and the broker holds no more of it than this.
-const MaxResponseHeaderBytes = 64 << 10
+// cut off, and the broker holds no more of it than this: every outbound
+// client's bound (quiet.MaxAnswerHeader).
+const MaxResponseHeaderBytes = quiet.MaxAnswerHeader
 
 // NewTransport returns an outbound transport: a clone of
 // http.DefaultTransport with bounded dial, TLS handshake and answer-header

@@ -8,6 +8,9 @@
 // have it written wherever the error is logged or printed. Errors wraps a
 // RoundTripper so that no error leaves it, or the body of an answer it
 // returns, holding a value of the request's header, URL or form body.
+//
+// It also holds the bounds an outbound client puts on what it reads of
+// an answer: MaxAnswerHeader on its header, Bodies on its body.
 package quiet
 
 import (

@@ -238,7 +238,7 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 	if client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = 10 * time.Second
-		t.MaxResponseHeaderBytes = maxAnswerHeader
+		t.MaxResponseHeaderBytes = quiet.MaxAnswerHeader
 		t.MaxIdleConnsPerHost = 2
 		client = &http.Client{Transport: t, Timeout: 15 * time.Second}
 	}
@@ -246,7 +246,7 @@ func New(cfg Config, seal Sealer, now func() time.Time) (*Provider, error) {
 	// quotes it. go-oidc reads the discovery document and the keys whole:
 	// each answer is read to maxAnswer bytes at most.
 	hc := *client
-	hc.Transport = bounded{quiet.Errors(hc.Transport)}
+	hc.Transport = quiet.Bodies(quiet.Errors(hc.Transport), maxAnswer)
 	hc.CheckRedirect = redirectGET
 	client = &hc
 	return &Provider{cfg: cfg, seal: seal, now: now, client: client}, nil

@@ -178,15 +178,9 @@ func (s *Sender) post(ctx context.Context, body []byte) error {
 	return err
 }
 
-// MaxAnswerHeader bounds the header of an answer to an operator's
-// channel, as every upstream's answer is bounded
-// (proxy.MaxResponseHeaderBytes): past it the POST fails, and no more of
-// it is held. Go's own bound is 10 MiB.
-const MaxAnswerHeader = 64 << 10
-
 // Channel is the client an operator's channel (a webhook, the audit
 // sink) posts with: c (nil: a client of its own with timeout, its answer
-// header bounded at MaxAnswerHeader, through the proxy the environment
+// header bounded at quiet.MaxAnswerHeader, through the proxy the environment
 // names, if any), following no redirect, with what its requests carry
 // kept out of its errors (quiet.Errors). The environment's proxy
 // (HTTPS_PROXY, NO_PROXY) is the operator's: a channel reaches Slack or a
@@ -197,7 +191,7 @@ func Channel(c *http.Client, timeout time.Duration) *http.Client {
 	if c == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = http.ProxyFromEnvironment
-		t.MaxResponseHeaderBytes = MaxAnswerHeader
+		t.MaxResponseHeaderBytes = quiet.MaxAnswerHeader
 		c = &http.Client{Transport: t, Timeout: timeout}
 	}
 	hc := *c

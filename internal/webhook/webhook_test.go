@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intentius/boxbroker/internal/quiet"
 	"github.com/intentius/boxbroker/internal/webhook"
 )
 
@@ -120,16 +121,16 @@ func TestBackoff_DoublesUpToMaxAndJittersWithinTheUpperHalf(t *testing.T) {
 // TestWebhook_AnswerHeaderOverBoundIsAnError: the receiver (or whoever
 // answers at its URL, or a proxy on the way) answering 200 with a header
 // of more than 64 KiB, which Go's client would read to 10 MiB and hold.
-// The answer is an error past webhook.MaxAnswerHeader, not read: the
+// The answer is an error past quiet.MaxAnswerHeader, not read: the
 // message counts as not delivered.
 func TestWebhook_AnswerHeaderOverBoundIsAnError(t *testing.T) {
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Padding", strings.Repeat("a", webhook.MaxAnswerHeader+1024))
+		w.Header().Set("X-Padding", strings.Repeat("a", quiet.MaxAnswerHeader+1024))
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer receiver.Close()
 	if got := sendOnce(t, receiver.URL+"/hook"); !strings.Contains(got, "not delivered") || !strings.Contains(got, "exceeded") {
-		t.Errorf("a 200 with a header of %d KiB: log %q, want the message not delivered, the header over its bound", (webhook.MaxAnswerHeader+1024)>>10, got)
+		t.Errorf("a 200 with a header of %d KiB: log %q, want the message not delivered, the header over its bound", (quiet.MaxAnswerHeader+1024)>>10, got)
 	}
 }
 
